@@ -1,0 +1,3 @@
+from kernel_ports.cli import main
+
+raise SystemExit(main())
