@@ -1,0 +1,2079 @@
+"""The judge: facts from the Clang AST (libclang 18.1.1, ``clang.cindex``).
+
+One call of :func:`parse_translation_unit` parses one file under one build
+configuration and returns a picklable :class:`TUResult`: the facts whose
+evidence is local to the translation unit, plus per-function summaries (call
+edges with constant arguments and the ``switch``/``if`` guards they sit under)
+that :mod:`kernel_ports.index` joins across translation units to resolve port
+table slots to factory calls and invocations to selector calls.
+
+Parsing without a build
+-----------------------
+``-x c++ -std=<registry std>``, registry defines and include dirs, the
+package's MLX stubs through ``-idirafter`` (real headers on the include path
+win), GCC's own include directory for ``stddef.h`` and friends (the libclang
+wheel ships no resource headers), keep-going and no error limit.  CUDA/HIP
+sources are parsed as C++ with their keywords defined away.  With
+``compile_commands.json`` the recorded flags of the file are used instead
+(its include and define flags only; stubs still come last).
+
+A precompiled prelude (the standard headers the stubs use, plus the stubs) is
+built once per argument set into the cache directory and passed with
+``-include-pch``; it cuts per-file parse time several-fold.  It adds two
+spurious ``__va_list_tag`` diagnostics per file, which are filtered.
+
+Only declarations whose location is in a project file are walked: the filter
+is applied at the top level (and to namespace members), never below a
+declaration, because implicit nodes such as the lambda under ``+[]`` have no
+file at all.
+
+Names come from the registry (factories, selector, ``has_kernel_port``, the
+table type, backend queries, seams, predicates).  The only MLX names known
+here are those of MLX's own API (``Dtype``, ``array``), which the SPEC fixes.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import hashlib
+import os
+import re
+import subprocess
+import time
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Optional
+
+from kernel_ports.facts import (
+    BackendTest,
+    FactoryCall,
+    InputArray,
+    Location,
+    Predicate,
+    Refusal,
+    SeamCall,
+    SelectorCall,
+    TemplateArgEntry,
+)
+
+MLX_DTYPE = "mlx::core::Dtype"  # MLX API (SPEC §1), not an engine convention
+MLX_ARRAY = "mlx::core::array"
+
+STUBS_DIR = Path(__file__).resolve().parent.parent / "stubs"
+
+# CUDA / HIP spellings that plain C++ does not know; defined away so that the
+# host code around them parses.
+GPU_KEYWORD_DEFINES = (
+    "__global__=",
+    "__device__=",
+    "__host__=",
+    "__shared__=",
+    "__constant__=",
+    "__managed__=",
+    "__forceinline__=inline",
+    "__noinline__=",
+    "__launch_bounds__(...)=",
+    "__restrict__=",
+    "__align__(x)=",
+)
+GPU_SUFFIXES = (".cu", ".cuh", ".hip")
+
+PRELUDE_STD_HEADERS = (
+    "algorithm", "array", "atomic", "cstddef", "cstdint", "cstring", "functional", "initializer_list",
+    "map", "memory", "mutex", "optional", "stdexcept", "string", "string_view", "tuple",
+    "type_traits", "unordered_map", "utility", "variant", "vector",
+)
+
+
+class FrontEndError(Exception):
+    """A setup problem the CLI reports in one line (exit 2)."""
+
+
+# --------------------------------------------------------------------------
+# Toolchain discovery
+# --------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def builtin_include_dir() -> str:
+    """A directory with the compiler built-in headers (stddef.h, stdarg.h ...)."""
+    for cc in ("gcc", "cc", "clang"):
+        try:
+            out = subprocess.run([cc, "-print-file-name=include"], capture_output=True, text=True, timeout=20)
+        except (OSError, subprocess.SubprocessError):
+            continue
+        d = out.stdout.strip()
+        if d and os.path.isabs(d) and os.path.isfile(os.path.join(d, "stddef.h")):
+            return d
+    for d in sorted(glob.glob("/usr/lib/llvm-*/lib/clang/*/include")) + sorted(glob.glob("/usr/lib/gcc/*/*/include")):
+        if os.path.isfile(os.path.join(d, "stddef.h")):
+            return d
+    raise FrontEndError("no compiler built-in headers (stddef.h) found: install gcc or clang so that `gcc -print-file-name=include` works")
+
+
+@lru_cache(maxsize=1)
+def system_cxx_headers() -> str:
+    """Check that a C++ standard library is installed (libclang finds it itself)."""
+    for pattern in ("/usr/include/c++/*/vector", "/usr/local/include/c++/*/vector", "/usr/include/*/c++/*/vector",
+                    "/usr/lib/llvm-*/include/c++/v1/vector", "/usr/include/c++/v1/vector"):
+        hits = sorted(glob.glob(pattern))
+        if hits:
+            return os.path.dirname(hits[-1])
+    raise FrontEndError("no system C++ standard library headers found (e.g. /usr/include/c++/<version>/vector): install g++ or libstdc++-dev")
+
+
+# --------------------------------------------------------------------------
+# libclang helpers
+# --------------------------------------------------------------------------
+
+_ci = None
+
+
+def cindex():
+    global _ci
+    if _ci is None:
+        import clang.cindex as ci
+
+        lib = ci.conf.lib
+        for name, argtypes, restype in (
+            ("clang_getCursorBinaryOperatorKind", [ci.Cursor], ctypes.c_int),
+            ("clang_getCursorUnaryOperatorKind", [ci.Cursor], ctypes.c_int),
+        ):
+            fn = getattr(lib, name)
+            fn.argtypes = argtypes
+            fn.restype = restype
+        _ci = ci
+    return _ci
+
+
+# CXBinaryOperatorKind / CXUnaryOperatorKind (libclang 17+)
+_BINOPS = {11: "<", 12: ">", 13: "<=", 14: ">=", 15: "==", 16: "!=", 17: "&", 18: "^", 19: "|", 20: "&&", 21: "||", 22: "="}
+_UNOPS = {9: "!", 8: "~"}
+
+
+class _SkippedRanges(ctypes.Structure):
+    pass
+
+
+def _skipped_ranges(tu, fileobj):
+    """Lines the preprocessor skipped in a file: [(first, last)]."""
+    ci = cindex()
+
+    class CXSourceRangeList(ctypes.Structure):
+        _fields_ = [("count", ctypes.c_uint), ("ranges", ctypes.POINTER(ci.SourceRange))]
+
+    lib = ci.conf.lib
+    try:
+        fn = lib.clang_getSkippedRanges
+    except AttributeError:
+        return []
+    fn.argtypes = [ci.TranslationUnit, ci.File]
+    fn.restype = ctypes.POINTER(CXSourceRangeList)
+    dispose = lib.clang_disposeSourceRangeList
+    dispose.argtypes = [ctypes.POINTER(CXSourceRangeList)]
+    lst = fn(tu, fileobj)
+    out = []
+    try:
+        for i in range(lst.contents.count):
+            r = lst.contents.ranges[i]
+            out.append((r.start.line, r.end.line))
+    finally:
+        dispose(lst)
+    return out
+
+
+# --------------------------------------------------------------------------
+# Results
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Guard:
+    """The code sits under ``param in values`` (or not in, when negated)."""
+
+    param: str
+    values: tuple
+    negated: bool = False
+
+
+@dataclass(frozen=True)
+class CallEdge:
+    callee_usr: str
+    callee: str  # qualified name
+    spelling: str  # as written (template args included)
+    loc: Location
+    targs: tuple  # explicit template args: ('const', enumerator) | ('param', name) | None
+    args: tuple  # per argument: frozenset of value refs (see _Resolver.sources)
+    guards: tuple = ()
+    returns_ref: Optional[str] = None  # the callee returns a reference to this type (canonical)
+    returns_kernel_ref: bool = False  # the callee returns CustomKernelFunction&
+    is_method: bool = False
+    in_slot: Optional[str] = None  # id of the port-table slot lambda it sits in
+    member_call: Optional[str] = None  # method called on this call's result (h().get())
+    bound_to: Optional[str] = None  # local reference variable bound to the result
+    bound_then: tuple = ()  # methods later called on that variable
+
+
+@dataclass
+class FunctionInfo:
+    usr: str
+    name: str
+    qualified_name: str
+    loc: Location
+    params: tuple = ()
+    template_params: tuple = ()
+    returns_ref: Optional[str] = None  # canonical type returned by reference
+    returns_kernel_ref: bool = False
+    is_method_of: Optional[str] = None  # class qualified name
+    calls: list = field(default_factory=list)  # CallEdge
+    factory_calls: list = field(default_factory=list)  # (FactoryCall, guards)
+    returned: frozenset = frozenset()  # value refs of returned expressions
+    returned_statics: tuple = ()  # (name, type, Location) static/global variables returned
+    invokes: bool = False  # contains an invocation
+    selects: bool = False  # contains a selector call
+    backend_queries: tuple = ()  # registry backend queries called directly
+    has_port_args: tuple = ()  # frozensets of value refs, one per has_kernel_port call
+    calls_default_device: bool = False
+    param_const_args: dict = field(default_factory=dict)  # unused placeholder for merges
+
+
+@dataclass
+class RawSlot:
+    backend: str
+    text: str
+    loc: Location
+    slot_id: str
+    accessor: Optional[str]  # spelling
+    accessor_usr: Optional[str]
+    accessor_function: Optional[str]
+    accessor_targs: tuple
+    holder_type: Optional[str]
+    edges: list  # CallEdge from the getter (lambda or function)
+    factory_calls: list  # FactoryCall directly in the getter
+    getter_function_usr: Optional[str] = None  # slot given as a function, not a lambda
+
+
+@dataclass
+class RawTable:
+    name: str
+    qualified_name: str
+    usr: str
+    loc: Location
+    variable: str
+    slots: dict  # backend -> RawSlot | None
+    rocm_any_wave_size: bool
+
+
+@dataclass
+class RawInvocation:
+    loc: Location
+    callee_text: str
+    kernel_refs: frozenset  # value refs for the kernel object
+    template_args_text: str
+    template_args: tuple
+    template_args_resolved: bool
+    inputs_text: str
+    inputs: tuple
+    enclosing_function: str
+    enclosing_usr: str
+    in_macro: bool
+
+
+@dataclass
+class RawSelector:
+    fact: SelectorCall
+    table_refs: frozenset
+
+
+@dataclass
+class RawHolderAccess:
+    kind: str
+    accessor: str
+    accessor_usr: str
+    method: Optional[str]
+    loc: Location
+    in_table_slot: bool
+    enclosing_function: str
+    enclosing_usr: str
+    in_macro: bool
+
+
+@dataclass
+class RawPredicate:
+    fact_args: dict  # keyword args for Predicate minus tables
+    table_refs: tuple  # frozensets
+
+
+@dataclass
+class TUResult:
+    path: str  # the translation unit (relative)
+    configuration: str
+    ok: bool = True
+    error: str = ""
+    seconds: float = 0.0
+    diagnostics: int = 0
+    errors: int = 0
+    diag_by_file: dict = field(default_factory=dict)  # path -> (diagnostics, errors)
+    files_walked: list = field(default_factory=list)  # project files whose declarations were read
+    includes: list = field(default_factory=list)  # (includer, included) project-relative or abs
+    functions: list = field(default_factory=list)
+    tables: list = field(default_factory=list)
+    factory_calls: list = field(default_factory=list)
+    selectors: list = field(default_factory=list)
+    invocations: list = field(default_factory=list)
+    holder_accesses: list = field(default_factory=list)
+    backend_tests: list = field(default_factory=list)
+    refusals: list = field(default_factory=list)
+    predicates: list = field(default_factory=list)
+    seam_calls: list = field(default_factory=list)
+    seen: set = field(default_factory=set)  # (path, line, kind) confirmed typed constructs
+    untyped: list = field(default_factory=list)  # (path, line, column, kind, name, reason)
+    skipped: dict = field(default_factory=dict)  # path -> [(first_line, last_line)]
+
+
+@dataclass(frozen=True)
+class Conventions:
+    """The registry names the Clang walk needs, in picklable form."""
+
+    factories: tuple  # ((qualified name, backend), ...)
+    selector: str
+    has_port: str
+    table_type: str
+    backend_queries: tuple
+    seams: tuple
+    predicates: tuple  # qualified or plain names
+    backends: tuple
+
+    @classmethod
+    def from_registry(cls, registry) -> "Conventions":
+        conv = registry.conventions
+        return cls(
+            factories=tuple((_norm(b.factory), name) for name, b in registry.backends.items()),
+            selector=_norm(conv.selector),
+            has_port=_norm(conv.has_port),
+            table_type=_norm(conv.table_type),
+            backend_queries=tuple(_norm(q) for q in conv.backend_queries),
+            seams=tuple(s.name for s in conv.test_seams),
+            predicates=tuple(sorted({p for k in registry.kernels for p in k.predicates})),
+            backends=tuple(registry.backends),
+        )
+
+
+def _norm(qname: str) -> str:
+    return qname[2:] if qname.startswith("::") else qname
+
+
+def _name_matches(qualified: str, wanted: str) -> bool:
+    """``wanted`` may be qualified (exact match) or a plain name (last segment)."""
+    if "::" in wanted:
+        return qualified == wanted
+    return qualified.split("::")[-1] == wanted
+
+
+# --------------------------------------------------------------------------
+# Argument sets
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ParseJob:
+    abspath: str
+    relpath: str
+    configuration: str
+    args: tuple
+    root: str
+    project_files: frozenset  # relative paths of in-scope project files
+    conventions: Conventions
+    unsaved: Optional[bytes] = None
+    fault: Optional[str] = None  # test hook: "crash" | "hang" | "error"
+
+
+def build_args(registry, configuration, relpath: str, *, compile_commands: Optional[dict] = None,
+               pch: Optional[str] = None) -> list:
+    """The Clang command line for one file under one configuration (without the file)."""
+    comp = registry.compile
+    args = ["-x", "c++", f"-std={comp.std}", "-ferror-limit=0", "-Wno-everything" if False else "-w"]
+    # -w: warnings are not ours to count; errors still are.
+    if relpath.lower().endswith(GPU_SUFFIXES):
+        args += [f"-D{d}" for d in GPU_KEYWORD_DEFINES]
+    cc_flags = (compile_commands or {}).get(relpath)
+    if cc_flags:
+        args += cc_flags
+    for d in comp.defines:
+        args.append(f"-D{d}")
+    for d in configuration.defines:
+        args.append(f"-D{d}")
+    args.append(f"-I{registry.root}")
+    for inc in comp.include_dirs:
+        args.append(f"-I{inc}")
+    args += ["-idirafter", str(STUBS_DIR), "-isystem", builtin_include_dir()]
+    if pch and not cc_flags:
+        args += ["-include-pch", pch]
+    return args
+
+
+def prelude_args(registry, configuration) -> list:
+    """Arguments identical to a source parse, minus file-specific ones: the PCH's key."""
+    return build_args(registry, configuration, "prelude.h")
+
+
+def stub_digest() -> str:
+    h = hashlib.sha256()
+    if STUBS_DIR.is_dir():
+        for p in sorted(STUBS_DIR.rglob("*")):
+            if p.is_file():
+                h.update(str(p.relative_to(STUBS_DIR)).encode())
+                h.update(p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def prelude_text() -> str:
+    lines = [f"#include <{h}>" for h in PRELUDE_STD_HEADERS]
+    mlx = STUBS_DIR / "mlx" / "mlx.h"
+    if mlx.is_file():
+        lines.append("#include <mlx/mlx.h>")
+    return "\n".join(lines) + "\n"
+
+
+def build_prelude(args: list, cache_dir: Path) -> Optional[str]:
+    """Build (or reuse) the precompiled prelude for an argument set; None if it fails."""
+    ci = cindex()
+    key = hashlib.sha256(("\0".join(args) + prelude_text() + stub_digest() + ci.__file__).encode()).hexdigest()[:20]
+    out = cache_dir / f"prelude-{key}.pch"
+    if out.is_file():
+        return str(out)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    src = cache_dir / f"prelude-{key}.h"
+    src.write_text(prelude_text())
+    hdr_args = ["-x", "c++-header"] + [a for a in args if a != "-x" and a != "c++"]
+    try:
+        index = ci.Index.create()
+        tu = index.parse(str(src), args=hdr_args, options=ci.TranslationUnit.PARSE_INCOMPLETE)
+        if any(d.severity >= 3 for d in tu.diagnostics):
+            return None
+        tmp = cache_dir / f"prelude-{key}.{os.getpid()}.tmp"
+        tu.save(str(tmp))
+        os.replace(tmp, out)
+    except Exception:
+        return None
+    return str(out)
+
+
+# --------------------------------------------------------------------------
+# The walk
+# --------------------------------------------------------------------------
+
+
+def parse_translation_unit(job: ParseJob) -> TUResult:
+    """Parse one file in one configuration; never raises for a bad source."""
+    if job.fault == "crash":
+        os._exit(139)  # test hook: behave like a parser crash
+    if job.fault == "hang":
+        time.sleep(3600)
+    ci = cindex()
+    res = TUResult(path=job.relpath, configuration=job.configuration)
+    t0 = time.perf_counter()
+    try:
+        index = ci.Index.create()
+        opts = ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD | 0x200  # CXTranslationUnit_KeepGoing
+        unsaved = [(job.abspath, job.unsaved)] if job.unsaved is not None else None
+        tu = index.parse(job.abspath, args=list(job.args), unsaved_files=unsaved, options=opts)
+    except Exception as exc:  # TranslationUnitLoadError and friends
+        res.ok = False
+        res.error = f"Clang could not parse the file: {exc}"
+        res.seconds = time.perf_counter() - t0
+        return res
+    if job.fault == "error":
+        res.ok = False
+        res.error = "injected parser failure"
+        return res
+    try:
+        _Walker(tu, job, res).run()
+    except RecursionError:
+        res.ok = False
+        res.error = "AST too deep to walk"
+    res.seconds = time.perf_counter() - t0
+    return res
+
+
+_STRIP_KINDS = None
+
+
+def _strip_kinds():
+    global _STRIP_KINDS
+    if _STRIP_KINDS is None:
+        K = cindex().CursorKind
+        _STRIP_KINDS = {K.UNEXPOSED_EXPR, K.PAREN_EXPR, K.CXX_FUNCTIONAL_CAST_EXPR, K.CSTYLE_CAST_EXPR,
+                        K.CXX_STATIC_CAST_EXPR, K.CXX_CONST_CAST_EXPR}
+    return _STRIP_KINDS
+
+
+class _Ctx:
+    """The function being walked."""
+
+    def __init__(self, info: FunctionInfo, cursor):
+        self.info = info
+        self.cursor = cursor
+        self.guards: list = []
+        self.slot: Optional[str] = None
+        self.locals: dict = {}  # var usr -> init cursor
+        self.local_cursors: dict = {}  # var usr -> VAR_DECL cursor
+        self.member_calls: dict = {}  # var usr -> [(method, call cursor)]
+        self.assigns: dict = {}  # var usr -> [rhs cursor]
+        self.params: dict = {}  # param usr -> index
+        self.edges_by_cursor_hash: dict = {}
+
+
+class _Walker:
+    def __init__(self, tu, job: ParseJob, res: TUResult):
+        self.ci = cindex()
+        self.K = self.ci.CursorKind
+        self.tu = tu
+        self.job = job
+        self.res = res
+        self.conv = job.conventions
+        self.root = job.root.rstrip("/") + "/"
+        self._rel_cache: dict = {}
+        self._file_bytes: dict = {}
+        self._qname_cache: dict = {}
+        self.macro_ranges: dict = {}  # rel path -> [(start_off, end_off, name)]
+        self.kernel_type: Optional[str] = None  # canonical CustomKernelFunction
+        self.table_type: Optional[str] = None
+        self.dtype_type: Optional[str] = None
+        self.functions: dict = {}  # usr -> FunctionInfo (this TU)
+        self.fn_cursors: dict = {}  # usr -> definition cursor
+        self.callers: dict = {}  # usr -> [(caller ctx, call cursor)]
+        self.query_usrs: dict = {}  # usr -> query qualified name (incl. wrappers, tainted decls)
+        self.enum_uses: list = []  # (cursor, parents, ctx) decl refs of backend-enum-typed params
+        self.backend_enum: Optional[str] = None
+        self.ifs_with_throw: list = []  # (if cursor, ctx)
+        self.sites: list = []  # ("call", callee usr | "use", decl usr, cursor, parents, ctx): data-flow sites
+        self.query_decl_usrs: dict = {}  # usr of a backend-query declaration -> its qualified name
+        self.slot_lambdas: set = set()  # hashes of lambdas that are port-table slots
+        self.seam_set = set(self.conv.seams)
+
+    # ---------------------------------------------------------------- utils
+    def rel(self, f) -> Optional[str]:
+        """Project-relative path of a clang File (or name), None outside the project."""
+        if f is None:
+            return None
+        name = f if isinstance(f, str) else f.name
+        r = self._rel_cache.get(name)
+        if r is None and name not in self._rel_cache:
+            p = os.path.normpath(name if os.path.isabs(name) else os.path.join(os.getcwd(), name))
+            r = p[len(self.root):] if p.startswith(self.root) else None
+            if r is not None and r not in self.job.project_files and r != self.job.relpath:
+                r = None
+            self._rel_cache[name] = r
+        return r
+
+    def loc(self, c) -> Location:
+        l = c.location
+        return Location(self.rel(l.file) or (l.file.name if l.file else ""), l.line, l.column)
+
+    def text(self, c) -> str:
+        ext = c.extent
+        f = ext.start.file
+        if f is None or ext.end.file is None or f.name != ext.end.file.name:
+            return " ".join(t.spelling for t in c.get_tokens())
+        data = self._file_bytes.get(f.name)
+        if data is None:
+            try:
+                data = Path(f.name).read_bytes() if not (self.job.unsaved and f.name == self.job.abspath) else self.job.unsaved
+            except OSError:
+                data = b""
+            self._file_bytes[f.name] = data
+        return data[ext.start.offset : ext.end.offset].decode("utf-8", "replace") or c.spelling
+
+    def in_macro(self, c):
+        l = c.location
+        rel = self.rel(l.file) if l.file else None
+        for s, e, name in self.macro_ranges.get(rel, ()):
+            if s <= l.offset < e:
+                return name
+        return None
+
+    def qname(self, c) -> str:
+        key = c.hash
+        q = self._qname_cache.get(key)
+        if q is not None:
+            return q
+        parts = []
+        cur = c
+        TU = self.K.TRANSLATION_UNIT
+        while cur is not None and cur.kind != TU:
+            sp = cur.spelling
+            if cur.kind in (self.K.NAMESPACE,) and not sp:
+                pass  # anonymous namespace
+            elif cur.kind == self.K.LINKAGE_SPEC:
+                pass
+            elif sp:
+                parts.append(sp)
+            cur = cur.semantic_parent
+        q = "::".join(reversed(parts))
+        self._qname_cache[key] = q
+        return q
+
+    def strip(self, c):
+        kinds = _strip_kinds()
+        K = self.K
+        while c is not None:
+            if c.kind in kinds:
+                ch = list(c.get_children())
+                # a functional cast carries a TYPE_REF first
+                ch = [x for x in ch if x.kind not in (K.TYPE_REF, K.NAMESPACE_REF, K.TEMPLATE_REF)]
+                if len(ch) != 1:
+                    return c
+                c = ch[0]
+                continue
+            if c.kind == K.CALL_EXPR:
+                ref = c.referenced
+                ch = [x for x in c.get_children() if x.location.line != 0]  # defaulted arguments have no place
+                # implicit conversions / copies: a constructor call with one argument
+                if ref is not None and ref.kind == K.CONSTRUCTOR and len(ch) == 1 and (
+                    ch[0].extent.start.offset == c.extent.start.offset or c.spelling in ("variant", "basic_string", "vector", "pair", "function", "optional", "TemplateArg")
+                ):
+                    c = ch[0]
+                    continue
+                # conversion operators (operator T()) called implicitly
+                if ref is not None and ref.kind == K.CONVERSION_FUNCTION and len(ch) == 1:
+                    m = ch[0]
+                    mch = list(m.get_children())
+                    if m.kind == K.MEMBER_REF_EXPR and len(mch) == 1:
+                        c = mch[0]
+                        continue
+            return c
+        return c
+
+    def canonical(self, t) -> str:
+        try:
+            return t.get_canonical().spelling
+        except Exception:
+            return ""
+
+    def ref_target(self, t) -> Optional[str]:
+        """Canonical spelling of what a reference type refers to (const stripped)."""
+        TK = self.ci.TypeKind
+        if t.kind in (TK.LVALUEREFERENCE, TK.RVALUEREFERENCE):
+            s = self.canonical(t.get_pointee())
+            return re.sub(r"^const ", "", s)
+        return None
+
+    # ------------------------------------------------------------- set up
+    def run(self):
+        ci, K = self.ci, self.K
+        res = self.res
+        # diagnostics (the prelude's __va_list_tag pair is not the file's)
+        for d in self.tu.diagnostics:
+            if "__va_list_tag" in d.spelling:
+                continue
+            if d.severity < 2:
+                continue
+            rel = self.rel(d.location.file) if d.location.file else None
+            res.diagnostics += 1
+            if d.severity >= 3:
+                res.errors += 1
+            if rel:
+                n, e = res.diag_by_file.get(rel, (0, 0))
+                res.diag_by_file[rel] = (n + 1, e + (1 if d.severity >= 3 else 0))
+        # include graph (project files only; the PCH hides std/stub includes)
+        for inc in self.tu.get_includes():
+            src = self.rel(inc.source) if inc.source else None
+            dst = self.rel(inc.include) if inc.include else None
+            if src and dst:
+                res.includes.append((src, dst))
+        self._find_api_types()
+        tops = []
+        walked = set()
+        for c in self.tu.cursor.get_children():
+            f = c.location.file
+            if f is None:
+                continue
+            rel = self.rel(f)
+            if rel is None:
+                continue
+            walked.add(rel)
+            if c.kind == K.MACRO_INSTANTIATION:
+                ext = c.extent
+                self.macro_ranges.setdefault(rel, []).append((ext.start.offset, ext.end.offset, c.spelling))
+                continue
+            if c.kind in (K.MACRO_DEFINITION, K.INCLUSION_DIRECTIVE):
+                continue
+            tops.append(c)
+        res.files_walked = sorted(walked | {self.job.relpath})
+        for rel in res.files_walked:
+            f = self.tu.get_file(os.path.join(self.job.root, rel))
+            if f is not None:
+                rngs = _skipped_ranges(self.tu, f)
+                if rngs:
+                    res.skipped[rel] = rngs
+        for c in tops:
+            self.decl(c)
+        self._taint_and_tests()
+        self._refusals()
+        res.functions = list(self.functions.values())
+
+    def _find_api_types(self):
+        """Canonical types of CustomKernelFunction (a factory's result), the table type, Dtype."""
+        K = self.K
+        wanted_fns = {q for q, _ in self.conv.factories} | {self.conv.selector} | set(self.conv.backend_queries)
+        wanted_types = {self.conv.table_type, MLX_DTYPE}
+        prefixes = set()
+        for q in wanted_fns | wanted_types:
+            parts = q.split("::")
+            for i in range(1, len(parts)):
+                prefixes.add("::".join(parts[:i]))
+
+        def visit(c, prefix):
+            for ch in c.get_children():
+                k = ch.kind
+                if k == K.NAMESPACE:
+                    q = f"{prefix}::{ch.spelling}" if prefix else ch.spelling
+                    if q in prefixes:
+                        visit(ch, q)
+                    continue
+                q = f"{prefix}::{ch.spelling}" if prefix else ch.spelling
+                if k == K.FUNCTION_DECL and q in wanted_fns:
+                    if any(q == f for f, _ in self.conv.factories) and self.kernel_type is None:
+                        self.kernel_type = self.canonical(ch.result_type)
+                    if q in self.conv.backend_queries and self.backend_enum is None:
+                        rt = ch.result_type.get_canonical()
+                        if rt.kind == self.ci.TypeKind.ENUM:
+                            self.backend_enum = rt.spelling
+                elif k in (K.STRUCT_DECL, K.CLASS_DECL, K.TYPE_ALIAS_DECL, K.TYPEDEF_DECL) and q in wanted_types:
+                    t = self.canonical(ch.type)
+                    if q == self.conv.table_type:
+                        self.table_type = t
+                    else:
+                        self.dtype_type = t
+
+        visit(self.tu.cursor, "")
+        if self.kernel_type is None:
+            # no factory declared: the selector returns the kernel type by reference
+            def visit2(c, prefix):
+                for ch in c.get_children():
+                    q = f"{prefix}::{ch.spelling}" if prefix else ch.spelling
+                    if ch.kind == K.NAMESPACE and q in prefixes:
+                        visit2(ch, q)
+                    elif ch.kind == K.FUNCTION_DECL and q == self.conv.selector and self.kernel_type is None:
+                        self.kernel_type = self.ref_target(ch.result_type)
+
+            visit2(self.tu.cursor, "")
+        self.dtype_type = self.dtype_type or MLX_DTYPE
+        self.table_type = self.table_type or self.conv.table_type
+
+    # ---------------------------------------------------------- declarations
+    def decl(self, c, record: Optional[str] = None):
+        K = self.K
+        k = c.kind
+        if k in (K.NAMESPACE, K.LINKAGE_SPEC, K.UNEXPOSED_DECL):
+            for ch in c.get_children():
+                if ch.location.file is not None and self.rel(ch.location.file) is None:
+                    continue
+                self.decl(ch)
+            return
+        if k in (K.STRUCT_DECL, K.CLASS_DECL, K.CLASS_TEMPLATE, K.UNION_DECL, K.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION):
+            for ch in c.get_children():
+                if ch.kind == K.FIELD_DECL:
+                    self._field_init(c, ch)
+                else:
+                    self.decl(ch, record=c)
+            return
+        if k in (K.FUNCTION_DECL, K.CXX_METHOD, K.CONSTRUCTOR, K.DESTRUCTOR, K.FUNCTION_TEMPLATE, K.CONVERSION_FUNCTION):
+            self._seam_decl(c)
+            if c.is_definition():
+                self.function(c)
+            return
+        if k == K.VAR_DECL:
+            init = self._var_init(c)
+            if init is not None:
+                ctx = self._pseudo_ctx(c, "var")
+                self.expr(init, ctx, [c])
+            return
+
+    def _field_init(self, record, field_cursor):
+        init = self._var_init(field_cursor)
+        if init is None:
+            return
+        ctx = self._pseudo_ctx(record, "init")
+        self.expr(init, ctx, [field_cursor])
+
+    def _var_init(self, c):
+        K = self.K
+        for ch in c.get_children():
+            if ch.kind in (K.TYPE_REF, K.NAMESPACE_REF, K.TEMPLATE_REF, K.PARM_DECL, K.ANNOTATE_ATTR, K.VISIBILITY_ATTR):
+                continue
+            if ch.kind.is_expression() or ch.kind == K.INIT_LIST_EXPR:
+                return ch
+        return None
+
+    def _pseudo_ctx(self, c, suffix):
+        usr = f"{c.get_usr()}#{suffix}"
+        info = self.functions.get(usr)
+        if info is None:
+            info = FunctionInfo(usr=usr, name=c.spelling, qualified_name=self.qname(c), loc=self.loc(c))
+            self.functions[usr] = info
+        ctx = _Ctx(info, c)
+        return ctx
+
+    def function(self, c):
+        K = self.K
+        usr = c.get_usr()
+        params, tparams = [], []
+        body = None
+        for ch in c.get_children():
+            if ch.kind == K.PARM_DECL:
+                params.append(ch)
+            elif ch.kind in (K.TEMPLATE_NON_TYPE_PARAMETER, K.TEMPLATE_TYPE_PARAMETER, K.TEMPLATE_TEMPLATE_PARAMETER):
+                tparams.append(ch.spelling)
+            elif ch.kind == K.COMPOUND_STMT:
+                body = ch
+        if body is None:
+            return
+        rt = c.result_type
+        ref = self.ref_target(rt)
+        parent = c.semantic_parent
+        info = FunctionInfo(
+            usr=usr,
+            name=c.spelling,
+            qualified_name=self.qname(c),
+            loc=self.loc(c),
+            params=tuple(p.spelling for p in params),
+            template_params=tuple(tparams),
+            returns_ref=ref,
+            returns_kernel_ref=bool(ref and self.kernel_type and ref == self.kernel_type),
+            is_method_of=self.qname(parent) if parent is not None and parent.kind in (K.STRUCT_DECL, K.CLASS_DECL, K.CLASS_TEMPLATE) else None,
+        )
+        self.functions[usr] = info
+        self.fn_cursors[usr] = c
+        ctx = _Ctx(info, c)
+        for i, p in enumerate(params):
+            ctx.params[p.get_usr()] = i
+        if c.kind == K.CONSTRUCTOR:
+            # members initialised in the class body run with every constructor
+            if parent is not None:
+                info.calls.append(CallEdge(f"{parent.get_usr()}#init", self.qname(parent), self.qname(parent), info.loc, (), ()))
+            for ch in c.get_children():
+                if ch.kind == K.MEMBER_REF:
+                    pass
+                elif ch.kind.is_expression():
+                    self.expr(ch, ctx, [c])
+        self._prescan(body, ctx)
+        if c.kind in (K.FUNCTION_DECL, K.CXX_METHOD, K.FUNCTION_TEMPLATE):
+            self._table(c, ctx, body)
+        self.stmt(body, ctx, [c])
+
+    def _prescan(self, body, ctx):
+        """Locals, their initialisers, member calls on them and assignments (for data flow)."""
+        K = self.K
+        stack = [body]
+        while stack:
+            c = stack.pop()
+            k = c.kind
+            if k == K.VAR_DECL:
+                u = c.get_usr()
+                ctx.local_cursors[u] = c
+                init = self._var_init(c)
+                if init is not None:
+                    ctx.locals[u] = init
+            elif k == K.CALL_EXPR:
+                ch = list(c.get_children())
+                if ch and ch[0].kind == K.MEMBER_REF_EXPR:
+                    obj = [x for x in ch[0].get_children()]
+                    if obj:
+                        o = self.strip(obj[0])
+                        if o.kind == K.DECL_REF_EXPR and o.referenced is not None:
+                            ctx.member_calls.setdefault(o.referenced.get_usr(), []).append((c.spelling, c))
+            elif k == K.BINARY_OPERATOR or k == K.CALL_EXPR and c.spelling == "operator=":
+                ch = list(c.get_children())
+                op = _BINOPS.get(self.ci.conf.lib.clang_getCursorBinaryOperatorKind(c)) if k == K.BINARY_OPERATOR else "="
+                if op == "=" and len(ch) >= 2:
+                    lhs = self.strip(ch[0])
+                    if lhs.kind in (K.DECL_REF_EXPR, K.MEMBER_REF_EXPR) and lhs.referenced is not None:
+                        ctx.assigns.setdefault(lhs.referenced.get_usr(), []).append(ch[-1])
+            stack.extend(c.get_children())
+
+    # ----------------------------------------------------------- statements
+    def stmt(self, c, ctx, parents):
+        K = self.K
+        k = c.kind
+        if k == K.SWITCH_STMT:
+            ch = list(c.get_children())
+            cond, body = ch[0], ch[-1]
+            self.expr(cond, ctx, parents + [c])
+            subject = self._guard_subject(cond)
+            if subject is None or body.kind != K.COMPOUND_STMT:
+                self.stmt(body, ctx, parents + [c])
+                return
+            all_values = []
+            groups = []  # (values, is_default, [stmts])
+            for s in body.get_children():
+                labels, is_default, inner = self._case_labels(s)
+                if labels is None:
+                    if groups:
+                        groups[-1][2].append(s)
+                    continue
+                all_values.extend(labels)
+                groups.append([labels, is_default, [inner] if inner is not None else []])
+            for labels, is_default, stmts in groups:
+                g = Guard(subject, tuple(all_values), True) if is_default else Guard(subject, tuple(labels))
+                ctx.guards.append(g)
+                for s in stmts:
+                    self.stmt(s, ctx, parents + [c, body])
+                ctx.guards.pop()
+            return
+        if k == K.IF_STMT:
+            ch = list(c.get_children())
+            if len(ch) in (2, 3):
+                cond = ch[0]
+                self.expr(cond, ctx, parents + [c])
+                gthen, gelse = self._if_guards(cond)
+                for i, s in enumerate(ch[1:]):
+                    g = gthen if i == 0 else gelse
+                    if g is not None:
+                        ctx.guards.append(g)
+                    self.stmt(s, ctx, parents + [c])
+                    if g is not None:
+                        ctx.guards.pop()
+                if self._has_throw(ch[1]):
+                    self.ifs_with_throw.append((c, ctx, cond))
+                return
+        if k.is_expression():
+            self.expr(c, ctx, parents)
+            return
+        if k == K.VAR_DECL:
+            init = self._var_init(c)
+            if init is not None:
+                self.expr(init, ctx, parents + [c])
+            return
+        for ch in c.get_children():
+            self.stmt(ch, ctx, parents + [c])
+
+    def _has_throw(self, s) -> bool:
+        """The branch throws at its top level (a refusal), not somewhere nested."""
+        K = self.K
+        if s.kind == K.CXX_THROW_EXPR:
+            return True
+        if s.kind == K.COMPOUND_STMT:
+            return any(self._has_throw(x) for x in s.get_children())
+        if s.kind == K.UNEXPOSED_EXPR:
+            return any(x.kind == K.CXX_THROW_EXPR for x in s.get_children())
+        return False
+
+    def _case_labels(self, s):
+        K = self.K
+        labels, is_default = [], False
+        inner = s
+        if s.kind not in (K.CASE_STMT, K.DEFAULT_STMT):
+            return None, False, None
+        while inner is not None and inner.kind in (K.CASE_STMT, K.DEFAULT_STMT):
+            ch = list(inner.get_children())
+            if inner.kind == K.DEFAULT_STMT:
+                is_default = True
+                inner = ch[-1] if ch else None
+            else:
+                v = self._enum_const(ch[0]) if ch else None
+                labels.append(v or (self.text(ch[0]) if ch else "?"))
+                inner = ch[-1] if len(ch) > 1 else None
+        return labels, is_default, inner
+
+    def _enum_const(self, c) -> Optional[str]:
+        c = self.strip(c)
+        if c.kind == self.K.DECL_REF_EXPR:
+            r = c.referenced
+            if r is not None and r.kind == self.K.ENUM_CONSTANT_DECL:
+                return r.spelling
+        return None
+
+    def _guard_subject(self, cond) -> Optional[str]:
+        c = self.strip(cond)
+        if c.kind == self.K.DECL_REF_EXPR:
+            r = c.referenced
+            if r is not None and r.kind in (self.K.PARM_DECL, self.K.TEMPLATE_NON_TYPE_PARAMETER):
+                return r.spelling
+        return None
+
+    def _if_guards(self, cond):
+        c = self.strip(cond)
+        if c.kind != self.K.BINARY_OPERATOR:
+            return None, None
+        op = _BINOPS.get(self.ci.conf.lib.clang_getCursorBinaryOperatorKind(c))
+        if op not in ("==", "!="):
+            return None, None
+        a, b = list(c.get_children())[:2]
+        subj, val = self._guard_subject(a), self._enum_const(b)
+        if subj is None:
+            subj, val = self._guard_subject(b), self._enum_const(a)
+        if subj is None or val is None:
+            return None, None
+        eq = Guard(subj, (val,), False)
+        ne = Guard(subj, (val,), True)
+        return (eq, ne) if op == "==" else (ne, eq)
+
+    # ---------------------------------------------------------- expressions
+    def expr(self, c, ctx, parents):
+        """Walk an expression tree, recording calls and uses."""
+        K = self.K
+        stack = [(c, parents)]
+        while stack:
+            cur, par = stack.pop()
+            k = cur.kind
+            if k == K.CALL_EXPR:
+                self.call(cur, ctx, par)
+            elif k == K.DECL_REF_EXPR or k == K.MEMBER_REF_EXPR:
+                self._use(cur, ctx, par)
+            elif k == K.LAMBDA_EXPR:
+                # lambdas belong to the enclosing function (call_once bodies, holder
+                # factories) -- except port-table slots, walked as their own getters
+                if cur.hash in self.slot_lambdas:
+                    continue
+                for ch in cur.get_children():
+                    if ch.kind == K.COMPOUND_STMT:
+                        self._prescan(ch, ctx)
+                        self.stmt(ch, ctx, par + [cur])
+                continue
+            elif k in (K.COMPOUND_STMT, K.IF_STMT, K.SWITCH_STMT):  # statement expressions
+                self.stmt(cur, ctx, par)
+                continue
+            np = par + [cur]
+            for ch in reversed(list(cur.get_children())):
+                stack.append((ch, np))
+
+    def _use(self, c, ctx, parents):
+        r = c.referenced
+        if r is None:
+            return
+        K = self.K
+        rk = r.kind
+        if rk in (K.VAR_DECL, K.PARM_DECL, K.FIELD_DECL):
+            self.sites.append(("use", r.get_usr(), c, parents, ctx))
+            if self.backend_enum and rk == K.PARM_DECL and self.canonical(c.type) == self.backend_enum:
+                self.enum_uses.append((c, parents, ctx))
+        elif rk == K.TEMPLATE_NON_TYPE_PARAMETER:
+            if self.backend_enum and self.canonical(r.type) == self.backend_enum:
+                self.enum_uses.append((c, parents, ctx))
+        elif rk in (K.FUNCTION_DECL, K.CXX_METHOD, K.FUNCTION_TEMPLATE):
+            # a function used as a value (function pointer, std::function target)
+            if parents and parents[-1].kind == K.CALL_EXPR and parents[-1].referenced is not None and parents[-1].referenced == r:
+                return
+            if any(p.kind == K.CALL_EXPR and p.referenced == r for p in parents[-3:]):
+                return
+            tmpl = self.ci.conf.lib.clang_getSpecializedCursorTemplate(r)
+            target = tmpl if tmpl is not None and not tmpl.kind.is_invalid() else r
+            ctx.info.calls.append(CallEdge(target.get_usr(), self.qname(target), c.spelling, self.loc(c), (), (),
+                                           tuple(ctx.guards), in_slot=ctx.slot))
+
+    def _callee(self, call):
+        """(decl cursor, explicit template args) of a call, looking through dependent lookups."""
+        K = self.K
+        ref = call.referenced
+        ch = list(call.get_children())
+        head = self.strip(ch[0]) if ch else None
+        if head is not None and head.kind == K.MEMBER_REF_EXPR:
+            pass
+        targs = []
+        if head is not None and head.kind in (K.DECL_REF_EXPR, K.OVERLOADED_DECL_REF, K.MEMBER_REF_EXPR):
+            for x in head.get_children():
+                if x.kind == K.DECL_REF_EXPR:
+                    r = x.referenced
+                    if r is not None and r.kind == K.ENUM_CONSTANT_DECL:
+                        targs.append(("const", r.spelling))
+                    elif r is not None and r.kind in (K.TEMPLATE_NON_TYPE_PARAMETER, K.PARM_DECL):
+                        targs.append(("param", r.spelling))
+                    else:
+                        targs.append(None)
+            if ref is None and head.kind == K.OVERLOADED_DECL_REF:
+                try:
+                    ref = self.ci.conf.lib.clang_getOverloadedDecl(head, 0)
+                except Exception:
+                    ref = None
+        if ref is not None and ref.kind.is_invalid():
+            ref = None
+        return ref, tuple(targs)
+
+    def call(self, c, ctx, parents):
+        K = self.K
+        ref, targs = self._callee(c)
+        ch = list(c.get_children())
+        loc = self.loc(c)
+        # ---- invocation: operator() on a CustomKernelFunction object
+        if c.spelling == "operator()" and ch:
+            obj = ch[0]
+            if self.kernel_type and re.sub(r"^const ", "", self.canonical(obj.type)) == self.kernel_type:
+                args = [x for x in ch[1:] if not (x.kind in (K.DECL_REF_EXPR, K.UNEXPOSED_EXPR) and x.spelling == "operator()")]
+                self.invocation(c, obj, args, ctx, parents)
+                return
+        if ref is None:
+            # an untyped (recovery) call: name it if it is one of ours
+            name = c.spelling or (self.text(ch[0]).split("(")[0].split("::")[-1].strip() if ch else "")
+            kind = self._target_kind_by_name(name)
+            if kind is None and len(ch) == 10 and ch and self.kernel_type:
+                kind = "invocation"
+            if kind is not None:
+                self.res.untyped.append((loc.path, loc.line, loc.column, kind, name, "Clang could not resolve or type this call"))
+            return
+        tmpl = self.ci.conf.lib.clang_getSpecializedCursorTemplate(ref)
+        decl = tmpl if tmpl is not None and not tmpl.kind.is_invalid() and tmpl.kind in (K.FUNCTION_TEMPLATE,) else ref
+        q = self.qname(decl)
+        usr = decl.get_usr()
+        args = ch[1:] if ref.kind not in (K.CONSTRUCTOR,) else ch
+        if ref.kind == K.CONSTRUCTOR:
+            args = ch
+        # ---- the registry's special functions
+        backend = next((b for f, b in self.conv.factories if f == q), None)
+        if backend is not None:
+            self.factory_call(c, ref, backend, q, args, ctx, parents)
+            return
+        if q == self.conv.selector:
+            self.selector(c, args, ctx, parents)
+        elif q == self.conv.has_port:
+            self.res.seen.add((loc.path, loc.line, "has_port_call"))
+            refs = self.sources(args[0], ctx) if args else frozenset()
+            ctx.info.has_port_args = ctx.info.has_port_args + (refs,)
+        elif q in self.conv.backend_queries:
+            self.res.seen.add((loc.path, loc.line, "backend_query"))
+            self.query_decl_usrs[usr] = q
+            ctx.info.backend_queries = tuple(sorted(set(ctx.info.backend_queries) | {q}))
+        if decl.spelling == "default_device":
+            ctx.info.calls_default_device = True
+        if decl.spelling in self.seam_set:
+            self._seam_call(c, decl, ctx, parents)
+        # ---- a call edge
+        member_call, bound_to, bound_then = None, None, ()
+        rr = self.ref_target(ref.result_type) if ref.kind != K.CONSTRUCTOR else None
+        if rr:
+            member_call, bound_to, bound_then = self._result_use(c, parents, ctx)
+        argrefs = tuple(self.sources(a, ctx, shallow=True) for a in args) if ref.kind != K.CONSTRUCTOR else ()
+        if ref.kind == K.CONSTRUCTOR:
+            parent = ref.semantic_parent
+            if parent is not None:
+                ctx.info.calls.append(CallEdge(f"{parent.get_usr()}#init", self.qname(parent), parent.spelling, loc, (), (),
+                                               tuple(ctx.guards), in_slot=ctx.slot))
+        spelling = self._callee_spelling(c)
+        edge = CallEdge(usr, q, spelling, loc, targs, argrefs, tuple(ctx.guards),
+                        returns_ref=rr, returns_kernel_ref=bool(rr and rr == self.kernel_type),
+                        is_method=ref.kind in (K.CXX_METHOD, K.CONVERSION_FUNCTION), in_slot=ctx.slot,
+                        member_call=member_call, bound_to=bound_to, bound_then=bound_then)
+        if not q.startswith(("std::", "__gnu_cxx::")) and ref.kind != K.CONVERSION_FUNCTION:
+            ctx.info.calls.append(edge)
+        self.callers.setdefault(usr, []).append((ctx, c))
+        self.sites.append(("call", usr, c, parents, ctx))
+        if rr and not q.startswith("std::") and q != self.conv.selector and (member_call or bound_to or rr == self.kernel_type):
+            self.res.holder_accesses.append(RawHolderAccess(
+                kind="accessor_get" if member_call else ("bound_ref_get" if bound_to else "accessor_call"),
+                accessor=spelling, accessor_usr=usr, method=member_call or (bound_then[0] if bound_then else None),
+                loc=loc, in_table_slot=ctx.slot is not None, enclosing_function=ctx.info.qualified_name,
+                enclosing_usr=ctx.info.usr, in_macro=self.in_macro(c) is not None))
+        # static/global holder variables of a record type constructed here
+        return
+
+    def _callee_spelling(self, c) -> str:
+        """The callee as written: `get_x_kernel<GpuKernelBackend::Metal>` (no object, no args)."""
+        K = self.K
+        ch = list(c.get_children())
+        if not ch:
+            return c.spelling
+        head = ch[0]
+        txt = self.text(head).strip()
+        if self.strip(head).kind == K.MEMBER_REF_EXPR:
+            return c.spelling
+        txt = re.sub(r"\s+", "", txt)
+        return txt.split("::", 1)[-1] if txt.startswith("::") else txt or c.spelling
+
+    def _result_use(self, c, parents, ctx):
+        """What happens to a call's reference result: `.m()` on it, or bound to a local."""
+        K = self.K
+        chain = [c] + []
+        par = list(parents)
+        node = c
+        while par and par[-1].kind in _strip_kinds():
+            node = par.pop()
+        if par:
+            p = par[-1]
+            if p.kind == K.MEMBER_REF_EXPR and len(par) >= 2 and par[-2].kind == K.CALL_EXPR:
+                return par[-2].spelling, None, ()
+            if p.kind == K.VAR_DECL:
+                u = p.get_usr()
+                methods = tuple(m for m, _ in ctx.member_calls.get(u, ()))
+                if self.ref_target(p.type) is not None or True:
+                    return None, p.spelling, methods
+        return None, None, ()
+
+    def _target_kind_by_name(self, name: str) -> Optional[str]:
+        if not name:
+            return None
+        if any(f.split("::")[-1] == name for f, _ in self.conv.factories):
+            return "factory_call"
+        if self.conv.selector.split("::")[-1] == name:
+            return "selector_call"
+        if self.conv.has_port.split("::")[-1] == name:
+            return "has_port_call"
+        return None
+
+    # ------------------------------------------------------------ factories
+    def _string_arg(self, a):
+        """(literal text or None, constant names, text)."""
+        K = self.K
+        s = self.strip(a)
+        text = self.text(a)
+        consts = []
+        lit = None
+        if s.kind == K.STRING_LITERAL:
+            lit = _c_string_value(self.text(s) or s.spelling)
+        stack = [s]
+        while stack:
+            x = stack.pop()
+            if x.kind == K.DECL_REF_EXPR and x.referenced is not None and x.referenced.kind == K.VAR_DECL:
+                consts.append(x.referenced.spelling)
+            stack.extend(x.get_children())
+        return lit, tuple(dict.fromkeys(consts)), text
+
+    def factory_call(self, c, ref, backend, q, args, ctx, parents):
+        loc = self.loc(c)
+        defaulted = lambda a: a.extent.start.line == 0 or (a.location.line == 0)
+        name_lit, _, name_text = self._string_arg(args[0]) if args else (None, (), "")
+        src_lit, src_consts, src_text = self._string_arg(args[3]) if len(args) > 3 else (None, (), "")
+        if len(args) > 4 and not defaulted(args[4]):
+            hdr_lit, hdr_consts, hdr_text = self._string_arg(args[4])
+        else:
+            hdr_lit, hdr_consts, hdr_text = None, (), ""
+        fc = FactoryCall(
+            loc=loc,
+            configurations=frozenset({self.job.configuration}),
+            backend=backend,
+            factory=q,
+            kernel_name=name_lit,
+            name_text=name_text,
+            source_constants=src_consts,
+            source_literal=src_lit,
+            source_text=src_text,
+            header_constants=hdr_consts,
+            header_literal=hdr_lit,
+            header_text=hdr_text,
+            enclosing_function=ctx.info.qualified_name,
+            enclosing_usr=ctx.info.usr,
+            in_table_slot=ctx.slot is not None,
+            in_macro=self.in_macro(c) is not None,
+        )
+        self.res.factory_calls.append(fc)
+        self.res.seen.add((loc.path, loc.line, "factory_call"))
+        ctx.info.factory_calls.append((fc, tuple(ctx.guards)))
+
+    # ------------------------------------------------------------- selector
+    def selector(self, c, args, ctx, parents):
+        loc = self.loc(c)
+        K = self.K
+        texts = [self.text(a) for a in args]
+
+        def lit(a):
+            s = self.strip(a)
+            return _c_string_value(self.text(s)) if s.kind == K.STRING_LITERAL else None
+
+        table_refs = self.sources(args[2], ctx) if len(args) > 2 else frozenset()
+        fact = SelectorCall(
+            loc=loc,
+            configurations=frozenset({self.job.configuration}),
+            entry_point=lit(args[0]) if args else None,
+            fallback=lit(args[1]) if len(args) > 1 else None,
+            entry_point_text=texts[0] if texts else "",
+            fallback_text=texts[1] if len(texts) > 1 else "",
+            table_text=texts[2] if len(texts) > 2 else "",
+            tables=(),
+            enclosing_function=ctx.info.qualified_name,
+            enclosing_usr=ctx.info.usr,
+            in_macro=self.in_macro(c) is not None,
+        )
+        self.res.selectors.append(RawSelector(fact, table_refs))
+        self.res.seen.add((loc.path, loc.line, "selector_call"))
+        ctx.info.selects = True
+
+    # --------------------------------------------------------- value sources
+    def sources(self, e, ctx, depth=0, shallow=False) -> frozenset:
+        """Where a value comes from, as refs the index can resolve across TUs.
+
+        ('selector', loc) a select_kernel_port result; ('table', name, usr) a
+        port-table function's result; ('call', usr, qname, spelling) another
+        function's result; ('param', index) the enclosing function's parameter;
+        ('const', enumerator); ('query', qname); ('accessor', usr, spelling);
+        ('unknown', text).
+        """
+        K = self.K
+        if e is None or depth > 6:
+            return frozenset({("unknown", "")})
+        s = self.strip(e)
+        k = s.kind
+        if k == K.CONDITIONAL_OPERATOR:
+            ch = list(s.get_children())
+            return self.sources(ch[1], ctx, depth + 1, shallow) | self.sources(ch[2], ctx, depth + 1, shallow)
+        if k == K.CALL_EXPR:
+            ref, _ = self._callee(s)
+            if ref is None:
+                return frozenset({("unknown", self.text(s)[:80])})
+            q = self.qname(ref)
+            if q == self.conv.selector:
+                return frozenset({("selector", str(self.loc(s)))})
+            if q in self.conv.backend_queries:
+                return frozenset({("query", q)})
+            rr = self.ref_target(ref.result_type)
+            if rr is not None and self.table_type and rr == self.table_type:
+                return frozenset({("table", ref.spelling, ref.get_usr())})
+            if ref.kind == K.CXX_METHOD and s.spelling in ("get", "operator*"):
+                ch = list(s.get_children())
+                inner = list(ch[0].get_children()) if ch and ch[0].kind == K.MEMBER_REF_EXPR else []
+                if inner:
+                    innr = self.strip(inner[0])
+                    if innr.kind == K.CALL_EXPR and innr.referenced is not None:
+                        return frozenset({("accessor", innr.referenced.get_usr(), self._callee_spelling(innr))})
+            tmpl = self.ci.conf.lib.clang_getSpecializedCursorTemplate(ref)
+            d = tmpl if tmpl is not None and not tmpl.kind.is_invalid() else ref
+            if rr is not None and self.kernel_type and rr == self.kernel_type:
+                return frozenset({("call", d.get_usr(), self.qname(d), self._callee_spelling(s))})
+            return frozenset({("call", d.get_usr(), self.qname(d), self._callee_spelling(s))})
+        if k == K.DECL_REF_EXPR:
+            r = s.referenced
+            if r is None:
+                return frozenset({("unknown", self.text(s))})
+            if r.kind == K.ENUM_CONSTANT_DECL:
+                return frozenset({("const", r.spelling)})
+            if r.kind == K.PARM_DECL:
+                idx = ctx.params.get(r.get_usr())
+                return frozenset({("param", idx if idx is not None else -1)})
+            if r.kind == K.TEMPLATE_NON_TYPE_PARAMETER:
+                return frozenset({("tparam", r.spelling)})
+            if r.kind == K.VAR_DECL:
+                u = r.get_usr()
+                init = ctx.locals.get(u)
+                if init is None or shallow and depth > 2:
+                    return frozenset({("unknown", self.text(s))})
+                out = self.sources(init, ctx, depth + 1, shallow)
+                for rhs in ctx.assigns.get(u, ()):
+                    out |= self.sources(rhs, ctx, depth + 1, shallow)
+                return out
+        return frozenset({("unknown", self.text(s)[:80])})
+
+    # ----------------------------------------------------------- invocation
+    def invocation(self, c, obj, args, ctx, parents):
+        loc = self.loc(c)
+        self.res.seen.add((loc.path, loc.line, "invocation"))
+        ctx.info.invokes = True
+        K = self.K
+        kernel_refs = self.sources(obj, ctx)
+        targ_expr = args[5] if len(args) > 5 else None
+        entries, resolved = (self._template_args(targ_expr, ctx, 0) if targ_expr is not None else ((), False))
+        inputs = self._inputs(args[0], ctx) if args else ()
+        self.res.invocations.append(RawInvocation(
+            loc=loc,
+            callee_text=self.text(obj),
+            kernel_refs=kernel_refs,
+            template_args_text=self.text(targ_expr) if targ_expr is not None else "",
+            template_args=tuple(entries),
+            template_args_resolved=resolved,
+            inputs_text=self.text(args[0]) if args else "",
+            inputs=tuple(inputs),
+            enclosing_function=ctx.info.qualified_name,
+            enclosing_usr=ctx.info.usr,
+            in_macro=self.in_macro(c) is not None,
+        ))
+
+    def _list_elements(self, s):
+        """Elements of a braced list, looking through vector/initializer_list construction."""
+        K = self.K
+        s = self.strip(s)
+        if s.kind == K.CALL_EXPR and s.referenced is not None and s.referenced.kind == K.CONSTRUCTOR:
+            ch = list(s.get_children())
+            non_default = [x for x in ch if x.location.line != 0]
+            if len(non_default) == 1:
+                return self._list_elements(non_default[0])
+            if not non_default:
+                return []
+            return None
+        if s.kind == K.INIT_LIST_EXPR:
+            ch = list(s.get_children())
+            return ch
+        return None
+
+    def _entry(self, e, how, ctx, name_cursor=None, value_cursor=None) -> Optional[TemplateArgEntry]:
+        K = self.K
+        if name_cursor is None:
+            s = self.strip(e)
+            parts = None
+            if s.kind == K.INIT_LIST_EXPR:
+                parts = list(s.get_children())
+            elif s.kind == K.CALL_EXPR:
+                ch = list(s.get_children())
+                if s.spelling in ("make_pair", "pair") or (s.referenced is not None and s.referenced.kind == K.CONSTRUCTOR):
+                    parts = [x for x in ch if x.kind not in (K.TYPE_REF, K.NAMESPACE_REF, K.TEMPLATE_REF)]
+                    if s.spelling == "make_pair" and parts:
+                        parts = parts[1:] if self.strip(parts[0]).kind in (K.DECL_REF_EXPR, K.OVERLOADED_DECL_REF) and self.strip(parts[0]).spelling == "make_pair" else parts
+            if not parts or len(parts) != 2:
+                return TemplateArgEntry(name=None, value_text=self.text(e), is_dtype=False, source_input=None,
+                                        from_parameter=False, loc=self.loc(e), how=how)
+            name_cursor, value_cursor = parts
+        ns = self.strip(name_cursor)
+        name = _c_string_value(self.text(ns)) if ns.kind == K.STRING_LITERAL else None
+        v = self.strip(value_cursor)
+        is_dtype, src, from_param, const = self._dtype_origin(v, ctx, 0)
+        return TemplateArgEntry(name=name, value_text=self.text(value_cursor), is_dtype=is_dtype, source_input=src,
+                                from_parameter=from_param, constant=const, loc=self.loc(e if e is not None else value_cursor), how=how)
+
+    def _is_dtype_type(self, t) -> bool:
+        s = self.canonical(t)
+        s = re.sub(r"^const ", "", s)
+        return s == self.dtype_type or s.endswith("::Dtype") and s.replace("struct ", "") == self.dtype_type
+
+    def _dtype_origin(self, v, ctx, depth):
+        """(is_dtype, source input, from parameter, constant) of a template-arg value."""
+        K = self.K
+        is_dtype = self._is_dtype_type(v.type)
+        if depth > 5:
+            return is_dtype, None, False, False
+        k = v.kind
+        if k in (K.INTEGER_LITERAL, K.CXX_BOOL_LITERAL_EXPR, K.FLOATING_LITERAL):
+            return is_dtype, None, False, True
+        if k == K.CALL_EXPR:
+            ch = list(v.get_children())
+            if ch and self.strip(ch[0]).kind == K.MEMBER_REF_EXPR and v.spelling == "dtype":
+                obj = list(self.strip(ch[0]).get_children())
+                if obj:
+                    o = self.strip(obj[0])
+                    return is_dtype, self._root_name(o) or self.text(o), False, False
+            ref = v.referenced
+            if ref is not None and ref.kind == K.FUNCTION_DECL and v.spelling == "dtype" and len(ch) > 1:
+                o = self.strip(ch[1])
+                return is_dtype, self._root_name(o) or self.text(o), False, False
+            return is_dtype, None, False, False
+        if k == K.DECL_REF_EXPR:
+            r = v.referenced
+            if r is None:
+                return is_dtype, None, False, False
+            if r.kind == K.PARM_DECL:
+                return is_dtype, None, True, False
+            if r.kind == K.ENUM_CONSTANT_DECL:
+                return is_dtype, None, False, True
+            if r.kind == K.VAR_DECL:
+                init = ctx.locals.get(r.get_usr())
+                if init is not None:
+                    d, src, fp, const = self._dtype_origin(self.strip(init), ctx, depth + 1)
+                    return is_dtype or d, src, fp, const
+                # a namespace-scope constant such as mlx::core::float32
+                sp = r.semantic_parent
+                if sp is not None and sp.kind in (K.NAMESPACE, K.TRANSLATION_UNIT, K.STRUCT_DECL, K.CLASS_DECL):
+                    return is_dtype, None, False, True
+        if k == K.CONDITIONAL_OPERATOR:
+            ch = list(v.get_children())
+            a = self._dtype_origin(self.strip(ch[1]), ctx, depth + 1)
+            b = self._dtype_origin(self.strip(ch[2]), ctx, depth + 1)
+            return is_dtype or a[0] or b[0], a[1] or b[1], a[2] or b[2], a[3] and b[3]
+        return is_dtype, None, False, False
+
+    def _root_name(self, o) -> Optional[str]:
+        K = self.K
+        o = self.strip(o)
+        if o.kind == K.DECL_REF_EXPR:
+            return o.spelling
+        if o.kind == K.MEMBER_REF_EXPR:
+            return None
+        return None
+
+    def _is_param(self, o, ctx) -> bool:
+        o = self.strip(o)
+        return o.kind == self.K.DECL_REF_EXPR and o.referenced is not None and o.referenced.kind == self.K.PARM_DECL
+
+    def _template_args(self, e, ctx, depth):
+        """(entries, resolved) for a template-args expression."""
+        K = self.K
+        if depth > 4:
+            return (), False
+        s = self.strip(e)
+        elems = self._list_elements(s)
+        if elems is not None:
+            return tuple(self._entry(x, "inline" if depth == 0 else "helper", ctx) for x in elems), True
+        if s.kind == K.DECL_REF_EXPR and s.referenced is not None:
+            r = s.referenced
+            u = r.get_usr()
+            if r.kind == K.VAR_DECL:
+                entries, ok = [], True
+                init = ctx.locals.get(u)
+                if init is not None:
+                    sub, sok = self._template_args_init(init, ctx, depth)
+                    entries += sub
+                    ok = ok and sok
+                for rhs in ctx.assigns.get(u, ()):
+                    sub, sok = self._template_args(rhs, ctx, depth + 1)
+                    entries += [e2 for e2 in sub]
+                    ok = ok and sok
+                for method, mc in ctx.member_calls.get(u, ()):
+                    margs = [x for x in list(mc.get_children())[1:]]
+                    if method == "push_back" and margs:
+                        entries.append(self._entry(margs[0], "push_back", ctx))
+                    elif method == "emplace_back":
+                        if len(margs) == 2:
+                            entries.append(self._entry(mc, "emplace_back", ctx, margs[0], margs[1]))
+                        elif margs:
+                            entries.append(self._entry(margs[0], "emplace_back", ctx))
+                    elif method in ("insert",) and margs:
+                        sub = self._list_elements(margs[-1])
+                        if sub is not None:
+                            entries += [self._entry(x, "insert", ctx) for x in sub]
+                        else:
+                            entries.append(self._entry(margs[-1], "insert", ctx))
+                if init is None and not ctx.member_calls.get(u) and not ctx.assigns.get(u):
+                    # not a local of this function (a global or a member): not followed
+                    ok = False
+                return tuple(entries), ok
+            if r.kind == K.PARM_DECL:
+                return self._template_args_param(r, ctx, depth)
+        if s.kind == K.CALL_EXPR and s.referenced is not None:
+            return self._template_args_helper(s, ctx, depth)
+        return (), False
+
+    def _template_args_init(self, init, ctx, depth):
+        s = self.strip(init)
+        elems = self._list_elements(s)
+        if elems is not None:
+            return [self._entry(x, "initializer", ctx) for x in elems], True
+        sub, ok = self._template_args(init, ctx, depth + 1)
+        return list(sub), ok
+
+    def _template_args_param(self, parm, ctx, depth):
+        """A template-args parameter: resolve through the callers in this TU."""
+        idx = ctx.params.get(parm.get_usr())
+        usr = ctx.info.usr
+        callers = self.callers.get(usr, [])
+        if idx is None or not callers:
+            return (), False
+        entries, ok = [], True
+        for cctx, call in callers:
+            args = list(call.get_children())[1:]
+            if idx < len(args):
+                sub, sok = self._template_args(args[idx], cctx, depth + 1)
+                entries += [_replace(e, how=e.how or "parameter") for e in sub]
+                ok = ok and sok
+        return tuple(entries), ok
+
+    def _template_args_helper(self, call, ctx, depth):
+        """A helper function that builds and returns the template args."""
+        K = self.K
+        ref = call.referenced
+        d = ref.get_definition() if ref is not None else None
+        if d is None:
+            return (), False
+        usr = d.get_usr()
+        hctx = self._ctx_for(d)
+        if hctx is None:
+            return (), False
+        entries, ok, found = [], True, False
+        call_args = list(call.get_children())[1:]
+        stack = [d]
+        while stack:
+            x = stack.pop()
+            if x.kind == K.RETURN_STMT:
+                ch = list(x.get_children())
+                if ch:
+                    found = True
+                    sub, sok = self._template_args(ch[0], hctx, depth + 1)
+                    ok = ok and sok
+                    for e in sub:
+                        # an input named by the helper's parameter is the caller's argument
+                        if e.source_input is not None and e.source_input in hctx.info.params:
+                            i = hctx.info.params.index(e.source_input)
+                            if i < len(call_args):
+                                a = self.strip(call_args[i])
+                                e = _replace(e, source_input=self._root_name(a) or self.text(a),
+                                             from_parameter=self._is_param(a, ctx))
+                        entries.append(_replace(e, how="helper" if e.how in ("inline", "initializer") else e.how))
+                continue
+            if x.kind == K.LAMBDA_EXPR:
+                continue
+            stack.extend(x.get_children())
+        return tuple(entries), ok and found
+
+    def _ctx_for(self, d):
+        """A data-flow context for another function's definition (helpers)."""
+        K = self.K
+        body = next((ch for ch in d.get_children() if ch.kind == K.COMPOUND_STMT), None)
+        if body is None:
+            return None
+        info = self.functions.get(d.get_usr()) or FunctionInfo(
+            usr=d.get_usr(), name=d.spelling, qualified_name=self.qname(d), loc=self.loc(d),
+            params=tuple(p.spelling for p in d.get_children() if p.kind == K.PARM_DECL))
+        ctx = _Ctx(info, d)
+        for i, p in enumerate([p for p in d.get_children() if p.kind == K.PARM_DECL]):
+            ctx.params[p.get_usr()] = i
+        self._prescan(body, ctx)
+        return ctx
+
+    def _inputs(self, e, ctx):
+        K = self.K
+        s = self.strip(e)
+        elems = self._list_elements(s)
+        if elems is None and s.kind == K.DECL_REF_EXPR and s.referenced is not None:
+            u = s.referenced.get_usr()
+            init = ctx.locals.get(u)
+            elems = self._list_elements(init) if init is not None else None
+            elems = list(elems or [])
+            for method, mc in ctx.member_calls.get(u, ()):
+                if method in ("push_back", "emplace_back"):
+                    elems += list(mc.get_children())[1:2]
+            if not elems:
+                return (InputArray(text=self.text(e), name=None, dtype_fixed=None, how="unresolved"),)
+        if elems is None:
+            return (InputArray(text=self.text(e), name=None, dtype_fixed=None, how="unresolved"),)
+        return tuple(self._input(x, ctx) for x in elems)
+
+    def _input(self, x, ctx) -> InputArray:
+        K = self.K
+        s = self.strip(x)
+        name = self._root_name(s)
+        fixed, dt, how = self._fixed_dtype(s, ctx, 0)
+        return InputArray(text=self.text(x), name=name, dtype_fixed=fixed, fixed_dtype=dt, how=how)
+
+    def _dtype_const(self, a) -> Optional[str]:
+        a = self.strip(a)
+        K = self.K
+        if a.kind == K.DECL_REF_EXPR and a.referenced is not None and a.referenced.kind == K.VAR_DECL and self._is_dtype_type(a.type):
+            sp = a.referenced.semantic_parent
+            if sp is not None and sp.kind in (K.NAMESPACE, K.TRANSLATION_UNIT, K.STRUCT_DECL, K.CLASS_DECL):
+                return a.referenced.spelling
+        return None
+
+    def _fixed_dtype(self, s, ctx, depth):
+        K = self.K
+        if depth > 5:
+            return None, None, ""
+        if s.kind == K.DECL_REF_EXPR and s.referenced is not None:
+            r = s.referenced
+            if r.kind == K.PARM_DECL:
+                return False, None, "parameter"
+            init = ctx.locals.get(r.get_usr())
+            if init is not None:
+                return self._fixed_dtype(self.strip(init), ctx, depth + 1)
+            return None, None, "unresolved"
+        if s.kind == K.CALL_EXPR:
+            ch = list(s.get_children())
+            args = ch[1:] if s.referenced is not None and s.referenced.kind != K.CONSTRUCTOR else ch
+            if s.spelling == "astype":
+                for a in args:
+                    d = self._dtype_const(a)
+                    if d:
+                        return True, d, "astype"
+                return False, None, "astype"
+            consts = [d for d in (self._dtype_const(a) for a in args) if d]
+            if consts:
+                return True, consts[0], "constructed"
+            if s.referenced is not None and s.referenced.kind == K.CONSTRUCTOR:
+                real = [self.strip(a) for a in args if a.location.line != 0]
+                if len(real) == 1 and real[0].kind in (K.INTEGER_LITERAL, K.FLOATING_LITERAL, K.CXX_BOOL_LITERAL_EXPR):
+                    return True, None, "scalar"
+                if len(real) == 1:
+                    return self._fixed_dtype(real[0], ctx, depth + 1)
+            return None, None, "call"
+        if s.kind in (K.INTEGER_LITERAL, K.FLOATING_LITERAL):
+            return True, None, "scalar"
+        return None, None, ""
+
+    # ----------------------------------------------------------- port tables
+    def _table(self, fn, ctx, body):
+        """A function returning ``const KernelPorts&`` built from a static table variable."""
+        K = self.K
+        ref = ctx.info.returns_ref
+        if not ref or not self.table_type or ref != self.table_type:
+            return
+        for x in body.walk_preorder():
+            if x.kind != K.VAR_DECL:
+                continue
+            if re.sub(r"^const ", "", self.canonical(x.type)) != self.table_type:
+                continue
+            init = self._var_init(x)
+            if init is None:
+                continue
+            s = self.strip(init)
+            if s.kind != K.INIT_LIST_EXPR:
+                continue
+            slots = {b: None for b in self.conv.backends}
+            any_wave = False
+            for pos, item in enumerate(s.get_children()):
+                fieldname, value = self._designated(item, pos)
+                if fieldname is None:
+                    continue
+                if fieldname == "rocm_any_wave_size":
+                    v = self.strip(value)
+                    any_wave = v.kind == K.CXX_BOOL_LITERAL_EXPR and self.text(v).strip() == "true"
+                    continue
+                if fieldname in slots:
+                    slots[fieldname] = self._slot(fieldname, value, ctx)
+            loc = self.loc(x)
+            self.res.seen.add((loc.path, loc.line, "port_table"))
+            self.res.tables.append(RawTable(name=fn.spelling, qualified_name=ctx.info.qualified_name, usr=ctx.info.usr,
+                                            loc=self.loc(fn), variable=x.spelling, slots=slots, rocm_any_wave_size=any_wave))
+
+    def _designated(self, item, pos):
+        K = self.K
+        ch = list(item.get_children())
+        if item.kind == K.UNEXPOSED_EXPR and len(ch) == 2 and ch[0].kind == K.MEMBER_REF:
+            return ch[0].spelling, ch[1]
+        # positional initialisation: field order of KernelPorts (metal, cuda, rocm, rocm_any_wave_size)
+        order = list(self.conv.backends) + ["rocm_any_wave_size"]
+        if pos < len(order):
+            return order[pos], item
+        return None, None
+
+    def _slot(self, backend, value, tctx) -> Optional[RawSlot]:
+        K = self.K
+        s = self.strip(value)
+        if s.kind in (K.CXX_NULL_PTR_LITERAL_EXPR, K.GNU_NULL_EXPR, K.INTEGER_LITERAL):
+            return None
+        loc = self.loc(value)
+        slot_id = f"{loc}#{backend}"
+        lam = None
+        fn_ref = None
+        for x in value.walk_preorder():
+            if x.kind == K.LAMBDA_EXPR:
+                lam = x
+                break
+            if x.kind == K.DECL_REF_EXPR and x.referenced is not None and x.referenced.kind == K.FUNCTION_DECL:
+                fn_ref = x.referenced
+                break
+        info = FunctionInfo(usr=slot_id, name=f"{tctx.info.name}.{backend}", qualified_name=f"{tctx.info.qualified_name}.{backend}", loc=loc)
+        sctx = _Ctx(info, lam)
+        sctx.slot = slot_id
+        sctx.params = {}
+        if lam is not None:
+            self.slot_lambdas.add(lam.hash)
+            body = next((ch for ch in lam.get_children() if ch.kind == K.COMPOUND_STMT), None)
+            if body is not None:
+                self._prescan(body, sctx)
+                self.stmt(body, sctx, [lam])
+        elif fn_ref is not None:
+            d = fn_ref.get_definition() or fn_ref
+            info.calls.append(CallEdge(d.get_usr(), self.qname(d), fn_ref.spelling, loc, (), (), ()))
+        # the accessor: the call whose result the getter takes `.get()` of, or a
+        # free function returning the kernel itself
+        acc = next((e for e in info.calls if e.member_call and e.returns_ref), None)
+        if acc is None:
+            acc = next((e for e in info.calls if e.returns_ref and not e.is_method), None)
+        if acc is None and info.calls:
+            acc = next((e for e in info.calls if not e.is_method), info.calls[0])
+        return RawSlot(
+            backend=backend,
+            text=self.text(value),
+            loc=loc,
+            slot_id=slot_id,
+            accessor=acc.spelling if acc else None,
+            accessor_usr=acc.callee_usr if acc else None,
+            accessor_function=acc.callee if acc else None,
+            accessor_targs=acc.targs if acc else (),
+            holder_type=acc.returns_ref if acc else None,
+            edges=list(info.calls),
+            factory_calls=[fc for fc, _ in info.factory_calls],
+            getter_function_usr=fn_ref.get_usr() if fn_ref is not None else None,
+        )
+
+    # ----------------------------------------------------------------- seams
+    def _seam_decl(self, c):
+        if c.spelling not in self.seam_set:
+            return
+        loc = self.loc(c)
+        self.res.seam_calls.append(SeamCall(loc=loc, configurations=frozenset({self.job.configuration}), name=c.spelling,
+                                            language="cpp", is_declaration=not c.is_definition(),
+                                            is_definition=c.is_definition(), enclosing_function=None))
+
+    def _seam_call(self, c, decl, ctx, parents):
+        K = self.K
+        # forwarding: the only statement of the enclosing function's body
+        fwd = False
+        fn = ctx.cursor
+        if fn is not None and ctx.slot is None:
+            body = next((ch for ch in fn.get_children() if ch.kind == K.COMPOUND_STMT), None)
+            if body is not None:
+                stmts = list(body.get_children())
+                if len(stmts) == 1:
+                    st = stmts[0]
+                    top = st if st.kind != K.RETURN_STMT else next(iter(st.get_children()), None)
+                    fwd = top is not None and self.strip(top) == c
+        loc = self.loc(c)
+        self.res.seam_calls.append(SeamCall(loc=loc, configurations=frozenset({self.job.configuration}), name=decl.spelling,
+                                            language="cpp", is_forwarding=fwd,
+                                            enclosing_function=ctx.info.qualified_name))
+
+    # ------------------------------------------------- backend tests (taint)
+    def _taint_and_tests(self):
+        """Which values derive from a backend query, and where such values are tested.
+
+        Sources are calls of a registry backend query.  A value flows into a
+        local, a member, a parameter (of a function called with it) or out of
+        a function through ``return`` (which makes that function a query
+        wrapper); iterate to a fixpoint over this translation unit.
+        """
+        K = self.K
+        queries = set(self.conv.backend_queries)
+        tainted: dict = {}  # decl usr -> (query, via)
+        tainted_fns: dict = {}  # function usr -> query (returns a query-derived value)
+        for q_usr, q in self.query_decl_usrs.items():
+            tainted_fns[q_usr] = q
+        sink_cache: dict = {}
+
+        def origin(site):
+            kind, key = site[0], site[1]
+            if kind == "call":
+                q = tainted_fns.get(key)
+                if q is None:
+                    return None
+                return (q, "direct") if key in self.query_decl_usrs else (q, "function")
+            return tainted.get(key)
+
+        changed, rounds = True, 0
+        while changed and rounds < 8:
+            changed, rounds = False, rounds + 1
+            for site in self.sites:
+                org = origin(site)
+                if org is None:
+                    continue
+                _, _, c, parents, ctx = site
+                sk = sink_cache.get(id(site))
+                if sk is None:
+                    sk = self._sink(c, parents, ctx) or ("none", None)
+                    sink_cache[id(site)] = sk
+                kind, target = sk
+                if kind in ("var", "field", "param") and target and target not in tainted:
+                    tainted[target] = (org[0], {"var": "local", "field": "member", "param": "parameter"}[kind])
+                    changed = True
+                elif kind == "return" and ctx.slot is None and ctx.info.usr not in tainted_fns:
+                    tainted_fns[ctx.info.usr] = org[0]
+                    changed = True
+        self._tainted = tainted
+        self._tainted_fns = tainted_fns
+        for site in self.sites:
+            org = origin(site)
+            if org is None:
+                continue
+            _, _, c, parents, ctx = site
+            test = self._test_context(c, parents)
+            if test is None:
+                continue
+            op, compared, node = test
+            macro = self.in_macro(node)
+            self.res.backend_tests.append(BackendTest(
+                loc=self.loc(node), configurations=frozenset({self.job.configuration}), query=org[0], operator=op,
+                origin="runtime", via=org[1], compared_to=compared, text=self.text(node)[:200],
+                in_macro=macro is not None, macro=macro, enclosing_function=ctx.info.qualified_name,
+                enclosing_usr=ctx.info.usr))
+        # backend values that are not runtime tests: template parameters, and
+        # parameters that every caller in this TU gives a constant
+        for (c, parents, ctx) in self.enum_uses:
+            r = c.referenced
+            if r.get_usr() in tainted:
+                continue
+            test = self._test_context(c, parents)
+            if test is None:
+                continue
+            op, compared, node = test
+            if r.kind == K.TEMPLATE_NON_TYPE_PARAMETER:
+                org, via = "compile_time", "template_parameter"
+            else:
+                org, via = self._param_origin(ctx, r), "parameter"
+            macro = self.in_macro(node)
+            self.res.backend_tests.append(BackendTest(
+                loc=self.loc(node), configurations=frozenset({self.job.configuration}), query=None, operator=op,
+                origin=org, via=via, compared_to=compared, text=self.text(node)[:200],
+                in_macro=macro is not None, macro=macro, enclosing_function=ctx.info.qualified_name,
+                enclosing_usr=ctx.info.usr))
+        # predicates know the backend queries they reach through wrappers too
+        for info in self.functions.values():
+            extra = {tainted_fns[e.callee_usr] for e in info.calls if e.callee_usr in tainted_fns}
+            if extra:
+                info.backend_queries = tuple(sorted(set(info.backend_queries) | extra))
+        self._predicates()
+
+    def _sink(self, c, parents, ctx):
+        """Where a value flows: ('var'|'field'|'param', usr) or ('return', None)."""
+        K = self.K
+        par = list(parents)
+        node = c
+        while par and (par[-1].kind in _strip_kinds() or par[-1].kind == K.CONDITIONAL_OPERATOR and list(par[-1].get_children())[0] != node):
+            node = par.pop()
+        if not par:
+            return None
+        p = par[-1]
+        if p.kind == K.VAR_DECL:
+            return "var", p.get_usr()
+        if p.kind == K.RETURN_STMT:
+            return "return", None
+        if p.kind == K.BINARY_OPERATOR:
+            op = _BINOPS.get(self.ci.conf.lib.clang_getCursorBinaryOperatorKind(p))
+            ch = list(p.get_children())
+            if op == "=" and len(ch) == 2 and ch[1] == node:
+                lhs = self.strip(ch[0])
+                if lhs.referenced is not None:
+                    kind = "field" if lhs.referenced.kind == K.FIELD_DECL else "var"
+                    return kind, lhs.referenced.get_usr()
+        if p.kind == K.CALL_EXPR:
+            ref = p.referenced
+            ch = list(p.get_children())
+            if ref is not None and ref.kind in (K.FUNCTION_DECL, K.CXX_METHOD, K.CONSTRUCTOR):
+                args = ch[1:] if ref.kind != K.CONSTRUCTOR else ch
+                for i, a in enumerate(args):
+                    if a == node:
+                        d = ref.get_definition() or ref
+                        ps = [x for x in d.get_children() if x.kind == K.PARM_DECL]
+                        if i < len(ps):
+                            return "param", ps[i].get_usr()
+        if p.kind == K.MEMBER_REF and len(par) >= 1:
+            return "field", p.referenced.get_usr() if p.referenced is not None else None
+        # constructor member initialiser: MEMBER_REF sibling precedes the value
+        return None
+
+    def _test_context(self, c, parents):
+        """(operator, compared enumerators, node) when a value is tested."""
+        K = self.K
+        lib = self.ci.conf.lib
+        par = list(parents)
+        node = c
+        while par and par[-1].kind in _strip_kinds():
+            node = par.pop()
+        if not par:
+            return None
+        p = par[-1]
+        if p.kind == K.BINARY_OPERATOR:
+            op = _BINOPS.get(lib.clang_getCursorBinaryOperatorKind(p))
+            if op in ("==", "!="):
+                other = [x for x in p.get_children() if x != node]
+                comp = tuple(v for v in (self._enum_const(o) for o in other) if v)
+                if not comp:
+                    comp = tuple(self.text(o).strip() for o in other)
+                return op, comp, p
+            if op in ("&&", "||"):
+                return op, (), p
+            return None
+        if p.kind == K.CALL_EXPR and p.spelling in ("operator==", "operator!="):
+            other = [x for x in p.get_children() if x != node and x.spelling not in ("operator==", "operator!=")]
+            return p.spelling[8:], tuple(self.text(o) for o in other), p
+        if p.kind == K.UNARY_OPERATOR:
+            if _UNOPS.get(lib.clang_getCursorUnaryOperatorKind(p)) == "!":
+                return "!", (), p
+            return None
+        if p.kind == K.SWITCH_STMT:
+            ch = list(p.get_children())
+            if ch and ch[0] == node:
+                labels = []
+                for x in p.walk_preorder():
+                    if x.kind == K.CASE_STMT:
+                        v = self._enum_const(next(iter(x.get_children())))
+                        if v:
+                            labels.append(v)
+                return "switch", tuple(labels), p
+            return None
+        if p.kind == K.CONDITIONAL_OPERATOR:
+            ch = list(p.get_children())
+            if ch and ch[0] == node:
+                return "ternary", (), p
+            return None
+        if p.kind in (K.IF_STMT, K.WHILE_STMT, K.DO_STMT, K.FOR_STMT):
+            ch = list(p.get_children())
+            if ch and ch[0] == node:
+                return "condition", (), p
+            return None
+        if p.kind == K.VAR_DECL:
+            if self.canonical(p.type) in ("bool", "const bool"):
+                return "bool-local", (), p
+            return None
+        return None
+
+    def _param_origin(self, ctx, parm) -> str:
+        """compile_time when every call in this TU passes a constant (or a template parameter)."""
+        idx = ctx.params.get(parm.get_usr())
+        callers = self.callers.get(ctx.info.usr, [])
+        if idx is None or not callers:
+            return "unknown"
+        kinds = set()
+        for cctx, call in callers:
+            args = list(call.get_children())[1:]
+            if idx >= len(args):
+                kinds.add("unknown")
+                continue
+            for ref in self.sources(args[idx], cctx, shallow=True):
+                kinds.add(ref[0])
+        if "query" in kinds:
+            return "runtime"
+        if kinds <= {"const", "tparam"}:
+            return "compile_time"
+        return "unknown"
+
+    # ---------------------------------------------------------- refusals
+    def _refusals(self):
+        K = self.K
+        tested_names = set(self.conv.backend_queries) | {self.conv.has_port}
+        preds = set(self.conv.predicates)
+        for ifc, ctx, cond in self.ifs_with_throw:
+            tested = set()
+            stack = [cond]
+            seen_vars = set()
+            while stack:
+                x = stack.pop()
+                if x.kind == K.CALL_EXPR:
+                    ref, _ = self._callee(x)
+                    if ref is not None:
+                        q = self.qname(ref)
+                        if q in tested_names or any(_name_matches(q, p) for p in preds) or ref.spelling.endswith("_available") \
+                                or ref.get_usr() in getattr(self, "_tainted_fns", {}):
+                            tested.add(q)
+                elif x.kind == K.DECL_REF_EXPR and x.referenced is not None:
+                    u = x.referenced.get_usr()
+                    if u in getattr(self, "_tainted", {}):
+                        tested.add(self._tainted[u][0])
+                    init = ctx.locals.get(u)
+                    if init is not None and u not in seen_vars:
+                        seen_vars.add(u)
+                        stack.append(init)
+                stack.extend(x.get_children())
+            if not tested:
+                continue
+            self.res.refusals.append(Refusal(
+                loc=self.loc(ifc), configurations=frozenset({self.job.configuration}), test_text=self.text(cond)[:200],
+                tested=tuple(sorted(tested)), enclosing_function=ctx.info.qualified_name, enclosing_usr=ctx.info.usr,
+                in_macro=self.in_macro(ifc) is not None))
+
+    # --------------------------------------------------------- predicates
+    def _predicates(self):
+        preds = self.conv.predicates
+        for info in self.functions.values():
+            named = any(_name_matches(info.qualified_name, p) for p in preds)
+            if not named and not info.has_port_args:
+                continue
+            if "#" in info.usr:
+                continue
+            self.res.predicates.append(RawPredicate(
+                fact_args=dict(
+                    loc=info.loc, configurations=frozenset({self.job.configuration}), name=info.name,
+                    qualified_name=info.qualified_name, usr=info.usr,
+                    has_port_calls=len(info.has_port_args), backend_queries=tuple(info.backend_queries),
+                    calls=tuple(sorted({e.callee for e in info.calls})),
+                    default_device_check=info.calls_default_device),
+                table_refs=tuple(info.has_port_args)))
+
+
+def _replace(entry, **kw):
+    import dataclasses
+
+    return dataclasses.replace(entry, **kw)
+
+
+def _c_string_value(text: str) -> Optional[str]:
+    """The value of a C++ string literal as written (raw or escaped, concatenated pieces)."""
+    text = text.strip()
+    out = []
+    pos = 0
+    pat = re.compile(r'(?:u8|u|U|L)?R"([^(\s]*)\((.*?)\)\1"|(?:u8|u|U|L)?"((?:\\.|[^"\\])*)"', re.S)
+    for m in pat.finditer(text):
+        if text[pos:m.start()].strip():
+            return None
+        pos = m.end()
+        if m.group(2) is not None:
+            out.append(m.group(2))
+        else:
+            out.append(re.sub(r"\\(.)", lambda mm: {"n": "\n", "t": "\t"}.get(mm.group(1), mm.group(1)), m.group(3)))
+    if not out or text[pos:].strip():
+        return None
+    return "".join(out)

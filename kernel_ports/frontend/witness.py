@@ -1,0 +1,308 @@
+"""The witness: a header-less tree-sitter read of every C/C++/CUDA/HIP/ObjC++ file.
+
+It answers two questions cheaply (no includes, no types):
+
+* which files Clang must parse -- files containing a candidate construct, and
+  the translation units that include a header containing one;
+* what Clang must confirm -- every candidate (a call of a factory, the selector,
+  ``has_kernel_port`` or a backend query by *name*; a ``KernelPorts``-typed
+  static built from a braced list; a call with nine arguments) is later matched
+  against the Clang facts, and one Clang lost becomes an ``Unconfirmed`` record
+  (KP902) instead of silently disappearing.
+
+Comments and string literals are not code to tree-sitter, so names there never
+make candidates.  Code inside ``#define`` bodies is not parsed by tree-sitter
+either; constructs there are Clang's to find through their expansions.
+
+It also reads, syntactically, the string constants that hold kernel bodies
+(``*_HIP_SOURCE = R"(...)"``), including concatenated pieces, because a body's
+exact text and the location of each piece are properties of the spelling.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import tree_sitter_cpp
+from tree_sitter import Language, Parser
+
+from kernel_ports.facts import HipSource, Location
+
+CPP_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".hxx", ".cu", ".cuh", ".hip", ".mm")
+HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".cuh")
+
+_LANGUAGE = Language(tree_sitter_cpp.language())
+
+
+def cpp_parser() -> Parser:
+    return Parser(_LANGUAGE)
+
+
+def is_cpp_file(path: str) -> bool:
+    return path.lower().endswith(CPP_SUFFIXES)
+
+
+def is_header(path: str) -> bool:
+    return path.lower().endswith(HEADER_SUFFIXES)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    kind: str  # factory_call | selector_call | has_port_call | backend_query | invocation | port_table | seam | predicate_def
+    name: str  # the matched name (last segment); for invocations the callee text
+    line: int  # 1-based
+    column: int  # 1-based, bytes, as Clang counts
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class StringConstant:
+    name: str
+    text: str
+    piece_lines: tuple  # ((line, column), ...) 1-based
+    is_raw: bool
+    line: int
+    column: int
+
+
+@dataclass
+class WitnessResult:
+    path: str
+    candidates: list = field(default_factory=list)
+    includes: list = field(default_factory=list)  # (spelling, is_system)
+    conditional_macros: set = field(default_factory=set)  # identifiers tested by #if/#ifdef
+    string_constants: list = field(default_factory=list)
+    has_errors: bool = False
+
+    @property
+    def has_candidates(self) -> bool:
+        return bool(self.candidates)
+
+
+@dataclass(frozen=True)
+class WitnessNames:
+    """The names the witness looks for, all taken from the registry."""
+
+    factories: dict  # last segment -> backend
+    selector: str
+    has_port: str
+    table_type: str
+    backend_queries: frozenset
+    seams: frozenset
+    predicates: frozenset
+
+    @classmethod
+    def from_registry(cls, registry) -> "WitnessNames":
+        conv = registry.conventions
+        factories = {b.factory.split("::")[-1]: name for name, b in registry.backends.items()}
+        predicates = frozenset(p.split("::")[-1] for k in registry.kernels for p in k.predicates)
+        return cls(
+            factories=factories,
+            selector=conv.selector.split("::")[-1],
+            has_port=conv.has_port.split("::")[-1],
+            table_type=conv.table_type.split("::")[-1],
+            backend_queries=frozenset(q.split("::")[-1] for q in conv.backend_queries),
+            seams=frozenset(s.name.split("::")[-1] for s in conv.test_seams),
+            predicates=predicates,
+        )
+
+
+def _text(node) -> str:
+    return node.text.decode("utf-8", "replace")
+
+
+def callee_name(fn_node) -> str | None:
+    """The last identifier of a call's function expression."""
+    node = fn_node
+    while node is not None:
+        t = node.type
+        if t in ("identifier", "field_identifier", "destructor_name"):
+            return _text(node)
+        if t == "qualified_identifier":
+            node = node.child_by_field_name("name")
+            continue
+        if t == "template_function" or t == "template_method":
+            node = node.child_by_field_name("name")
+            continue
+        if t == "field_expression":
+            node = node.child_by_field_name("field")
+            continue
+        if t == "parenthesized_expression":
+            node = node.named_children[0] if node.named_children else None
+            continue
+        return None
+    return None
+
+
+_ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", '"': '"', "'": "'", "0": "\0", "r": "\r"}
+
+
+def _unescape(body: str) -> str:
+    return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(1)), body)
+
+
+def _string_pieces(node):
+    """[(text, is_raw, node)] for a string literal or a concatenation of them; None otherwise."""
+    t = node.type
+    if t == "raw_string_literal":
+        content = [c for c in node.named_children if c.type == "raw_string_content"]
+        return [(_text(content[0]) if content else "", True, node)]
+    if t == "string_literal":
+        raw = _text(node)
+        # drop an encoding prefix and the quotes
+        body = raw[raw.index('"') + 1 : -1] if '"' in raw else ""
+        return [(_unescape(body), False, node)]
+    if t == "concatenated_string":
+        out = []
+        for c in node.named_children:
+            sub = _string_pieces(c)
+            if sub is None:
+                return None  # a macro or identifier between pieces: not a plain constant
+            out.extend(sub)
+        return out
+    if t == "parenthesized_expression" and node.named_children:
+        return _string_pieces(node.named_children[0])
+    return None
+
+
+def _declarator_name(node) -> str | None:
+    while node is not None:
+        if node.type in ("identifier", "field_identifier"):
+            return _text(node)
+        if node.type == "qualified_identifier":
+            node = node.child_by_field_name("name")
+            continue
+        nxt = node.child_by_field_name("declarator")
+        if nxt is None:
+            named = [c for c in node.named_children if c.type in ("identifier", "field_identifier")]
+            return _text(named[0]) if named else None
+        node = nxt
+    return None
+
+
+def _type_last_segment(decl) -> str | None:
+    ty = decl.child_by_field_name("type")
+    if ty is None:
+        return None
+    if ty.type == "qualified_identifier":
+        while ty is not None and ty.type == "qualified_identifier":
+            ty = ty.child_by_field_name("name")
+    if ty is None:
+        return None
+    if ty.type == "template_type":
+        ty = ty.child_by_field_name("name")
+    return _text(ty) if ty is not None else None
+
+
+def witness(path: str, data: bytes, names: WitnessNames, parser: Parser | None = None) -> WitnessResult:
+    parser = parser or cpp_parser()
+    tree = parser.parse(data)
+    res = WitnessResult(path=path, has_errors=tree.root_node.has_error)
+    cands = res.candidates
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        t = node.type
+        if t == "comment":
+            continue
+        if t == "call_expression":
+            fn = node.child_by_field_name("function")
+            args = node.child_by_field_name("arguments")
+            name = callee_name(fn) if fn is not None else None
+            line, col = node.start_point.row + 1, node.start_point.column + 1
+            if name is not None:
+                if name in names.factories:
+                    cands.append(Candidate("factory_call", name, line, col, _text(node)[:200]))
+                elif name == names.selector:
+                    cands.append(Candidate("selector_call", name, line, col, _text(node)[:200]))
+                elif name == names.has_port:
+                    cands.append(Candidate("has_port_call", name, line, col, _text(node)[:200]))
+                elif name in names.backend_queries:
+                    cands.append(Candidate("backend_query", name, line, col, _text(node)[:200]))
+                if name in names.seams:
+                    cands.append(Candidate("seam", name, line, col, _text(node)[:200]))
+            if args is not None and args.type == "argument_list":
+                nargs = sum(1 for c in args.named_children if c.type != "comment")
+                if nargs == 9:
+                    cands.append(Candidate("invocation", _text(fn)[:120] if fn is not None else "", line, col, _text(node)[:200]))
+        elif t == "preproc_include":
+            p = node.child_by_field_name("path")
+            if p is not None:
+                spelled = _text(p)
+                res.includes.append((spelled.strip('<>"'), p.type == "system_lib_string"))
+        elif t in ("preproc_ifdef",):
+            n = node.child_by_field_name("name")
+            if n is not None:
+                res.conditional_macros.add(_text(n))
+        elif t in ("preproc_if", "preproc_elif", "preproc_elifdef"):
+            cond = node.child_by_field_name("condition") or node.child_by_field_name("name")
+            if cond is not None:
+                res.conditional_macros.update(re.findall(r"[A-Za-z_]\w*", _text(cond)))
+        elif t in ("declaration", "field_declaration"):
+            _declaration(node, names, res)
+        elif t == "function_definition":
+            decl = node.child_by_field_name("declarator")
+            fname = _declarator_name(decl) if decl is not None else None
+            if fname is not None:
+                if fname in names.predicates:
+                    cands.append(Candidate("predicate_def", fname, node.start_point.row + 1, node.start_point.column + 1))
+                if fname in names.seams:
+                    cands.append(Candidate("seam", fname, node.start_point.row + 1, node.start_point.column + 1))
+        stack.extend(reversed(node.children))
+    cands.sort(key=lambda c: (c.line, c.column, c.kind))
+    return res
+
+
+def _declaration(node, names: WitnessNames, res: WitnessResult) -> None:
+    tyname = _type_last_segment(node)
+    for d in node.children_by_field_name("declarator"):
+        if d.type != "init_declarator":
+            if d.type == "function_declarator" and names.seams:
+                n = _declarator_name(d)
+                if n in names.seams:
+                    res.candidates.append(Candidate("seam", n, node.start_point.row + 1, node.start_point.column + 1))
+            continue
+        value = d.child_by_field_name("value")
+        vname = _declarator_name(d.child_by_field_name("declarator"))
+        if value is None or vname is None:
+            continue
+        if tyname == names.table_type and value.type in ("initializer_list", "argument_list"):
+            res.candidates.append(
+                Candidate("port_table", vname, d.start_point.row + 1, d.start_point.column + 1, _text(node)[:200])
+            )
+        pieces = _string_pieces(value)
+        if pieces:
+            is_raw = any(raw for _, raw, _ in pieces)
+            if is_raw or re.search(r"(SOURCE|HEADER|SRC|KERNEL)$", vname or ""):
+                res.string_constants.append(
+                    StringConstant(
+                        name=vname,
+                        text="".join(p for p, _, _ in pieces),
+                        piece_lines=tuple((n.start_point.row + 1, n.start_point.column + 1) for _, _, n in pieces),
+                        is_raw=is_raw,
+                        line=d.start_point.row + 1,
+                        column=d.start_point.column + 1,
+                    )
+                )
+
+
+def hip_sources(result: WitnessResult) -> list:
+    """HipSource facts for a file's kernel-body constants (tokens filled by hip.scan)."""
+    from kernel_ports.frontend.hip import scan_body
+
+    out = []
+    for sc in result.string_constants:
+        scan = scan_body(sc.text)
+        out.append(
+            HipSource(
+                loc=Location(result.path, sc.line, sc.column),
+                name=sc.name,
+                text=sc.text,
+                piece_locs=tuple(Location(result.path, l, c) for l, c in sc.piece_lines),
+                identifiers=scan.identifiers,
+                tokens=scan.tokens,
+                is_raw=sc.is_raw,
+            )
+        )
+    return out
