@@ -66,16 +66,20 @@ def _load(args):
     return load_registry(registry_path, args.root)
 
 
-def _options(args, policy=None):
-    from kernel_ports.findings import Policy
-    from kernel_ports.project import Options
-
+def _check_run_args(args) -> None:
+    """Flag values that need no registry are judged before it is read."""
     if args.jobs < 1:
         raise UsageError("kernel-ports: --jobs must be at least 1")
     cc = args.compile_commands
     if cc is not None and not Path(cc).is_file():
         raise UsageError(f"kernel-ports: --compile-commands: no such file: {cc}")
-    return Options(policy=policy or Policy(), jobs=args.jobs, use_cache=not args.no_cache, compile_commands=cc)
+
+
+def _options(args, policy=None):
+    from kernel_ports.findings import Policy
+    from kernel_ports.project import Options
+
+    return Options(policy=policy or Policy(), jobs=args.jobs, use_cache=not args.no_cache, compile_commands=args.compile_commands)
 
 
 def write_output(text: str, output: str | None) -> None:
@@ -102,6 +106,7 @@ def cmd_check(args) -> int:
         select, ignore = parse_selection(args.select), parse_selection(args.ignore)
     except SelectionError as exc:
         raise UsageError(f"kernel-ports: {exc}") from None
+    _check_run_args(args)
     registry = _load(args)
     kernel_severity = {k.name: k.severity for k in registry.kernels if k.severity}
     policy = Policy(select=select, ignore=ignore, severity=registry.severity, kernel_severity=kernel_severity)
@@ -116,6 +121,7 @@ def cmd_facts(args) -> int:
     from kernel_ports.project import build_project_index
     from kernel_ports.scope import resolve_scope
 
+    _check_run_args(args)
     registry = _load(args)
     scope = resolve_scope(registry)
     index = build_project_index(registry, scope, _options(args))
