@@ -1,0 +1,123 @@
+// kernel-ports stub: the slice of MLX's array API that engine launchers use.
+//
+// The Clang front end adds this directory with -idirafter, so a real MLX
+// include directory (from compile_commands.json or the registry) always wins.
+// Signatures follow the MLX the engine pins, not upstream head. Nothing is
+// linked, so most members are declarations only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <variant>
+#include <vector>
+
+namespace mlx::core {
+
+// A struct around an enum, as in MLX: a template arg built from
+// `x.dtype()` must have the class type `Dtype` (the dtype-key rules look
+// for it), not decay to an integer.
+struct Dtype {
+  enum class Val : uint8_t {
+    bool_, uint8, uint16, uint32, uint64, int8, int16, int32, int64,
+    float16, float32, float64, bfloat16, complex64,
+  };
+  Val val;
+  uint8_t size;
+  constexpr Dtype(Val v, uint8_t bytes) : val(v), size(bytes) {}
+};
+
+constexpr bool operator==(Dtype a, Dtype b) { return a.val == b.val; }
+constexpr bool operator!=(Dtype a, Dtype b) { return a.val != b.val; }
+
+inline constexpr Dtype bool_{Dtype::Val::bool_, 1};
+inline constexpr Dtype uint8{Dtype::Val::uint8, 1};
+inline constexpr Dtype uint16{Dtype::Val::uint16, 2};
+inline constexpr Dtype uint32{Dtype::Val::uint32, 4};
+inline constexpr Dtype uint64{Dtype::Val::uint64, 8};
+inline constexpr Dtype int8{Dtype::Val::int8, 1};
+inline constexpr Dtype int16{Dtype::Val::int16, 2};
+inline constexpr Dtype int32{Dtype::Val::int32, 4};
+inline constexpr Dtype int64{Dtype::Val::int64, 8};
+inline constexpr Dtype float16{Dtype::Val::float16, 2};
+inline constexpr Dtype float32{Dtype::Val::float32, 4};
+inline constexpr Dtype float64{Dtype::Val::float64, 8};
+inline constexpr Dtype bfloat16{Dtype::Val::bfloat16, 2};
+inline constexpr Dtype complex64{Dtype::Val::complex64, 8};
+
+// `Device::gpu` is a static member of the nested enum's type, so both
+// `Device(Device::gpu)` and `default_device().type == Device::gpu` compile.
+struct Device {
+  enum class DeviceType { cpu, gpu };
+  static constexpr DeviceType cpu = DeviceType::cpu;
+  static constexpr DeviceType gpu = DeviceType::gpu;
+  constexpr Device(DeviceType t, int i = 0) : type(t), index(i) {}
+  DeviceType type;
+  int index;
+};
+
+// Both operators are spelled out so that `!=` is a plain call in the AST,
+// not a C++20 rewritten `==`.
+constexpr bool operator==(const Device& a, const Device& b) {
+  return a.type == b.type && a.index == b.index;
+}
+constexpr bool operator!=(const Device& a, const Device& b) { return !(a == b); }
+
+const Device& default_device();
+
+struct Stream {
+  int index;
+  Device device;
+  constexpr Stream(int i, Device d) : index(i), device(d) {}
+};
+
+// Every op and every CustomKernelFunction takes one of these last; `{}` is
+// "the default stream of the default device".
+using StreamOrDevice = std::variant<std::monostate, Stream, Device>;
+
+// MLX's Shape is a small-vector class with inline storage, not an alias of
+// std::vector. That difference is visible to Clang: canonical types in
+// facts, and which constructor a braced list of ints picks. The stub keeps
+// the class and stores its items in a std::vector, which nobody can see.
+template <typename T>
+class SmallVector {
+ public:
+  SmallVector() = default;
+  SmallVector(std::initializer_list<T> items) : items_(items) {}
+  size_t size() const { return items_.size(); }
+  bool empty() const { return items_.empty(); }
+  T& operator[](size_t i) { return items_[i]; }
+  const T& operator[](size_t i) const { return items_[i]; }
+  T& back() { return items_.back(); }
+  void push_back(T value) { items_.push_back(value); }
+  T* begin() { return items_.data(); }
+  T* end() { return items_.data() + items_.size(); }
+  const T* begin() const { return items_.data(); }
+  const T* end() const { return items_.data() + items_.size(); }
+
+ private:
+  std::vector<T> items_;
+};
+
+using Shape = SmallVector<int32_t>;
+
+class array {
+ public:
+  // A float list makes a float32 array (used for scalar kernel inputs).
+  array(std::initializer_list<float> data);
+  array(std::initializer_list<float> data, Dtype dtype);
+  array(std::initializer_list<int> data, Dtype dtype);
+
+  Dtype dtype() const;
+  const Shape& shape() const;
+  int shape(int dim) const;  // negative dims count from the end
+  size_t ndim() const;
+  size_t size() const;
+  size_t nbytes() const;
+
+ private:
+  std::shared_ptr<void> data_;
+};
+
+}  // namespace mlx::core
