@@ -1,0 +1,73 @@
+"""Time `kernel-ports check` on a generated tree: cold, warm, one file changed.
+
+Each scenario runs the real command line in a fresh process, REPEAT times,
+and the median wall time is reported with the machine's description.
+
+    python benchmarks/run.py [--launchers 40] [--lines 600] [--repeat 5] [--jobs 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from generate import generate  # noqa: E402
+
+
+def _check(registry: Path, cache: Path, jobs: int, extra=()) -> tuple[float, dict]:
+    env = dict(os.environ, XDG_CACHE_HOME=str(cache))
+    cmd = [sys.executable, "-m", "kernel_ports", "check", "--registry", str(registry), "--format", "json", "--jobs", str(jobs), *extra]
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    elapsed = time.perf_counter() - start
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"check failed ({proc.returncode}): {proc.stderr.strip()}")
+    return elapsed, json.loads(proc.stdout)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--launchers", type=int, default=40)
+    parser.add_argument("--lines", type=int, default=600)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--jobs", type=int, default=2)
+    args = parser.parse_args(argv)
+
+    work = Path(tempfile.mkdtemp(prefix="kp-bench-"))
+    try:
+        registry = generate(work / "tree", args.launchers, args.lines)
+        changed = next((work / "tree" / "engine").rglob("*_g0.cpp"))
+        cold, warm, one = [], [], []
+        doc = {}
+        for r in range(args.repeat):
+            cache = work / f"cache{r}"
+            t, doc = _check(registry, cache, args.jobs)
+            cold.append(t)
+            warm.append(_check(registry, cache, args.jobs)[0])
+            text = changed.read_text()
+            changed.write_text(text + f"\n// edit {r}\n")
+            one.append(_check(registry, cache, args.jobs)[0])
+            shutil.rmtree(cache)
+        summary = doc.get("summary", {})
+        print(f"machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}")
+        print(f"tree: {args.launchers} launcher files x ~{args.lines} lines; checked: {summary.get('checked')}")
+        print(f"findings on the generated tree: {len(doc.get('findings', []))}")
+        for name, times in (("cold", cold), ("warm", warm), ("one file changed", one)):
+            print(f"{name:>17}: median {statistics.median(times):.2f} s  (runs: {', '.join(f'{t:.2f}' for t in times)})")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

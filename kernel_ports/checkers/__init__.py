@@ -1,0 +1,33 @@
+"""Rules. Each rule module holds small classes that visit facts and report.
+
+A rule never parses: it reads `Context` (the registry and the project index)
+and yields `Finding`s. Every rule is listed once, in `ALL_RULES`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class Context:
+    registry: object  # kernel_ports.registry.model.Registry
+    index: object  # kernel_ports.index.ProjectIndex
+    scope: object  # kernel_ports.scope.Scope
+
+
+class Rule:
+    """A rule reports one or more codes; `check` yields findings."""
+
+    codes: tuple[str, ...] = ()
+
+    def check(self, ctx: Context):
+        raise NotImplementedError
+
+
+def all_rules() -> list[Rule]:
+    """Every rule, in a stable order. Rule families register here."""
+    return [cls() for cls in ALL_RULES]
+
+
+ALL_RULES: list[type[Rule]] = []

@@ -1,0 +1,74 @@
+"""One check from registry to findings: scope → index → rules → policy.
+
+The CLI and the tests both call `analyze`, so what a test checks is what a
+user runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kernel_ports.checkers import Context, all_rules
+from kernel_ports.findings import Finding, Policy, apply_policy
+from kernel_ports.scope import resolve_scope
+
+
+@dataclass
+class Options:
+    policy: Policy = field(default_factory=Policy)
+    jobs: int = 2
+    use_cache: bool = True
+    cache_dir: str | None = None
+    compile_commands: str | None = None
+
+
+@dataclass
+class Result:
+    findings: list[Finding]
+    summary: dict
+    index: object = None
+
+
+def build_project_index(registry, scope, options: Options):
+    from kernel_ports.index import build_index
+
+    return build_index(
+        registry,
+        scope.files,
+        jobs=options.jobs,
+        use_cache=options.use_cache,
+        cache_dir=options.cache_dir,
+        compile_commands=options.compile_commands,
+    )
+
+
+def analyze(registry, options: Options | None = None) -> Result:
+    options = options or Options()
+    scope = resolve_scope(registry)
+    index = build_project_index(registry, scope, options)
+    ctx = Context(registry=registry, index=index, scope=scope)
+    raw: list[Finding] = list(scope.findings) + list(index.findings())
+    rules_run = []
+    for rule in all_rules():
+        wanted = [c for c in rule.codes if options.policy.selected(c)]
+        if not wanted:
+            continue
+        rules_run.extend(wanted)
+        raw.extend(f for f in rule.check(ctx) if f.rule in rule.codes)
+    findings = apply_policy(raw, registry, options.policy)
+    summary = make_summary(registry, scope, index, findings, sorted(set(rules_run)))
+    return Result(findings, summary, index)
+
+
+def make_summary(registry, scope, index, findings, rules_run) -> dict:
+    counts = {"error": sum(f.severity == "error" for f in findings), "warning": sum(f.severity == "warning" for f in findings)}
+    checked = {"files_scanned": len(scope.files), "files_unanalyzable": sum(f.rule == "KP901" for f in findings)}
+    checked.update(index.checked_counts())
+    return {
+        "root": str(registry.root),
+        "root_uri": registry.root.resolve().as_uri() + "/",
+        "registry": str(registry.path),
+        "checked": checked,
+        "counts": counts,
+        "rules_run": rules_run,
+    }

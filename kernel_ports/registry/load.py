@@ -1,0 +1,320 @@
+"""Reading `registry.yaml` into `Registry`.
+
+Three passes, each failing with one `file:line: key: message` line:
+
+1. YAML is composed into nodes so every key keeps its line;
+2. the JSON Schema shipped beside this module checks shape and unknown keys;
+3. entries are built into frozen dataclasses, and `_cross_check` runs the
+   checks that need more than one entry (duplicate names, paths in the root).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path, PurePosixPath
+
+import jsonschema
+import yaml
+
+from kernel_ports.registry.model import (
+    BACKENDS,
+    Backend,
+    Compile,
+    Configuration,
+    Conventions,
+    DispatchSite,
+    Exemption,
+    Kernel,
+    Registry,
+    Sources,
+    TestSeam,
+    Where,
+)
+
+SCHEMA_PATH = Path(__file__).with_name("schema.json")
+
+DEFAULT_BACKENDS = {
+    "metal": Backend("metal", "mlx::core::fast::metal_kernel", True),
+    "cuda": Backend("cuda", "mlx::core::fast::cuda_kernel", False),
+    "rocm": Backend("rocm", "mlx::core::fast::hip_kernel", False),
+}
+
+
+class RegistryError(Exception):
+    """A registry that cannot be used. `str()` is one line naming file:line."""
+
+    def __init__(self, path, line: int, key: str, message: str):
+        self.path, self.line, self.key, self.message = str(path), line, key, message
+        where = f"{self.path}:{line}" if line else self.path
+        super().__init__(f"{where}: {key}: {message}" if key else f"{where}: {message}")
+
+
+@lru_cache(maxsize=1)
+def schema() -> dict:
+    return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+
+
+# -- pass 1: YAML with lines -------------------------------------------------
+
+
+def _to_python(node, dotted: str, lines: dict):
+    """Plain data from a composed node, recording each dotted key's line."""
+    lines.setdefault(dotted, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        out = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise RegistryError(lines["__file__"], key_node.start_mark.line + 1, dotted or "<top>", "keys must be plain scalars")
+            key = str(key_node.value)
+            child = f"{dotted}.{key}" if dotted else key
+            if key in out:
+                raise RegistryError(lines["__file__"], key_node.start_mark.line + 1, child, "duplicate key")
+            lines[child] = key_node.start_mark.line + 1
+            out[key] = _to_python(value_node, child, lines)
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        return [_to_python(item, f"{dotted}[{i}]", lines) for i, item in enumerate(node.value)]
+    # Scalars: let the safe loader resolve the tag (bools, ints, null).
+    return yaml.safe_load(yaml.serialize(node))
+
+
+def _read_yaml(path: Path) -> tuple[dict, dict]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise RegistryError(path, 0, "", "registry file not found") from None
+    except UnicodeDecodeError as exc:
+        raise RegistryError(path, 0, "", f"not UTF-8 text ({exc.reason})") from None
+    except OSError as exc:
+        raise RegistryError(path, 0, "", f"cannot read registry ({exc.strerror})") from None
+    lines: dict = {"__file__": str(path)}
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        line = mark.line + 1 if mark else 0
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise RegistryError(path, line, "", f"malformed YAML: {problem}") from None
+    if node is None or not isinstance(node, yaml.MappingNode):
+        raise RegistryError(path, 1, "", "the registry must be a YAML mapping")
+    data = _to_python(node, "", lines)
+    del lines["__file__"]
+    return data, lines
+
+
+# -- pass 2: schema ------------------------------------------------------------
+
+
+def _dotted(parts) -> str:
+    out = ""
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _validate(path: Path, data: dict, lines: dict) -> None:
+    validator = jsonschema.Draft7Validator(schema())
+    errors = sorted(validator.iter_errors(data), key=lambda e: (lines.get(_dotted(e.absolute_path), 0), list(e.absolute_path).__repr__()))
+    if not errors:
+        return
+    error = errors[0]
+    key = _dotted(error.absolute_path)
+    if error.validator == "additionalProperties":
+        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        if extra:
+            bad = f"{key}.{extra[0]}" if key else extra[0]
+            allowed = ", ".join(sorted(error.schema.get("properties", {})))
+            raise RegistryError(path, lines.get(bad, lines.get(key, 1)), bad, f"unknown key (allowed: {allowed})")
+    if error.validator == "required":
+        raise RegistryError(path, lines.get(key, 1), key or "<top>", error.message)
+    raise RegistryError(path, lines.get(key, 1), key or "<top>", error.message)
+
+
+# -- pass 3: dataclasses ------------------------------------------------------
+
+
+class _Builder:
+    def __init__(self, path: Path, lines: dict, root: Path):
+        self.path, self.lines, self.root = path, lines, root
+
+    def where(self, key: str) -> Where:
+        return Where(str(self.path), self.lines.get(key, 1))
+
+    def fail(self, key: str, message: str):
+        raise RegistryError(self.path, self.lines.get(key, 1), key, message)
+
+    def inside_root(self, key: str, value: str, glob: bool = False) -> str:
+        """A registry path, normalised; it must not leave the root."""
+        if "\\" in value:
+            self.fail(key, f"use '/' in paths: {value!r}")
+        pure = PurePosixPath(value)
+        if pure.is_absolute():
+            self.fail(key, f"path must be relative to the root: {value!r}")
+        if ".." in pure.parts:
+            self.fail(key, f"path escapes the root: {value!r}")
+        if not glob and any(ch in value for ch in "*?["):
+            self.fail(key, f"a file path, not a glob, is expected: {value!r}")
+        return str(pure)
+
+    def paths(self, key: str, values, glob: bool = False) -> tuple[str, ...]:
+        return tuple(self.inside_root(f"{key}[{i}]", v, glob) for i, v in enumerate(values or ()))
+
+    def outside_path(self, value: str | None) -> Path | None:
+        if value is None:
+            return None
+        p = Path(value)
+        return p if p.is_absolute() else (self.path.parent / p).resolve()
+
+
+def _build(path: Path, data: dict, lines: dict, root_override: str | None) -> Registry:
+    root_text = root_override if root_override is not None else data["root"]
+    root = Path(root_text)
+    if not root.is_absolute():
+        base = Path.cwd() if root_override is not None else path.parent
+        root = (base / root).resolve()
+    if not root.is_dir():
+        line = 0 if root_override is not None else lines.get("root", 1)
+        key = "--root" if root_override is not None else "root"
+        raise RegistryError(path, line, key, f"source root is not a directory: {root}")
+
+    b = _Builder(path, lines, root)
+
+    src = data.get("sources", {})
+    sources = Sources(
+        include=b.paths("sources.include", src.get("include", ["**"]), glob=True),
+        exclude=b.paths("sources.exclude", src.get("exclude", []), glob=True),
+    )
+
+    comp = data.get("compile", {})
+    configurations = tuple(Configuration(name, tuple(defs)) for name, defs in comp.get("configurations", {"default": []}).items())
+    if not any(c.name == "default" for c in configurations):
+        configurations = (Configuration("default", ()),) + configurations
+    compile_ = Compile(
+        compile_commands=b.outside_path(comp.get("compile_commands")),
+        std=comp.get("std", "c++20"),
+        defines=tuple(comp.get("defines", ())),
+        include_dirs=tuple(p if p.is_absolute() else (root / p) for p in map(Path, comp.get("include_dirs", ()))),
+        configurations=configurations,
+    )
+
+    backends = dict(DEFAULT_BACKENDS)
+    for name, spec in data.get("backends", {}).items():
+        backends[name] = Backend(name, spec["factory"], spec["cache_key_has_dtypes"])
+
+    conv = data.get("conventions", {})
+    defaults = Conventions()
+    lane_ops = conv.get("lane_ops", "default")
+    conventions = Conventions(
+        table_type=conv.get("table_type", defaults.table_type),
+        selector=conv.get("selector", defaults.selector),
+        has_port=conv.get("has_port", defaults.has_port),
+        backend_queries=tuple(conv.get("backend_queries", defaults.backend_queries)),
+        helper_files=b.paths("conventions.helper_files", conv.get("helper_files", ())),
+        rust_backend_gates=tuple(conv.get("rust_backend_gates", defaults.rust_backend_gates)),
+        rule_scope=conv.get("rule_scope", defaults.rule_scope),
+        lane_ops=None if lane_ops == "default" else tuple(lane_ops),
+        test_seams=tuple(
+            TestSeam(
+                name=s["name"],
+                tests=b.paths(f"conventions.test_seams[{i}].tests", s.get("tests", ()), glob=True),
+                allowed=b.paths(f"conventions.test_seams[{i}].allowed", s.get("allowed", ()), glob=True),
+            )
+            for i, s in enumerate(conv.get("test_seams", ()))
+        ),
+    )
+
+    kernels = []
+    for i, k in enumerate(data.get("kernels") or ()):
+        key = f"kernels[{i}]"
+        ports = {backend: k.get("ports", {}).get(backend) for backend in BACKENDS}
+        kernels.append(
+            Kernel(
+                name=k["name"],
+                table=k["table"],
+                file=b.inside_root(f"{key}.file", k["file"]),
+                dispatch=tuple(
+                    DispatchSite(d["entry_point"], d["fallback"], b.where(f"{key}.dispatch[{j}]"))
+                    for j, d in enumerate(k.get("dispatch", ()))
+                ),
+                ports=ports,
+                rocm_any_wave_size=bool(k.get("rocm_any_wave_size", False)),
+                hip_source=k.get("hip_source"),
+                predicates=tuple(k.get("predicates", ())),
+                severity=dict(k.get("severity", {})),
+                where=b.where(key),
+            )
+        )
+
+    exemptions = tuple(
+        Exemption(
+            rule=e["rule"],
+            path=b.inside_root(f"exemptions[{i}].path", e["path"], glob=True),
+            kernel=e.get("kernel"),
+            reason=(e.get("reason") or "").strip(),
+            tracking=(e.get("tracking") or "").strip(),
+            where=b.where(f"exemptions[{i}]"),
+        )
+        for i, e in enumerate(data.get("exemptions") or ())
+    )
+
+    registry = Registry(
+        path=path,
+        root=root,
+        sources=sources,
+        compile=compile_,
+        backends=backends,
+        conventions=conventions,
+        launchers=b.paths("launchers", data.get("launchers", ())),
+        severity=dict(data.get("severity", {})),
+        kernels=tuple(kernels),
+        exemptions=exemptions,
+        where={k: Where(str(path), v) for k, v in lines.items()},
+    )
+    _cross_check(b, registry)
+    return registry
+
+
+def _cross_check(b: _Builder, registry: Registry) -> None:
+    """Checks that span entries; each names the later of two clashing keys."""
+    seen_names: dict = {}
+    seen_tables: dict = {}
+    for i, kernel in enumerate(registry.kernels):
+        if kernel.name in seen_names:
+            b.fail(f"kernels[{i}].name", f"kernel name {kernel.name!r} already used by kernels[{seen_names[kernel.name]}]")
+        seen_names[kernel.name] = i
+        if kernel.table in seen_tables:
+            b.fail(f"kernels[{i}].table", f"table {kernel.table!r} already declared by kernels[{seen_tables[kernel.table]}]")
+        seen_tables[kernel.table] = i
+        if kernel.rocm_any_wave_size and kernel.port("rocm") is None:
+            b.fail(f"kernels[{i}].rocm_any_wave_size", "marked any-wave but the kernel has no rocm port")
+        if kernel.hip_source and not kernel.rocm_any_wave_size:
+            b.fail(f"kernels[{i}].hip_source", "a pinned HIP source is only kept for a table marked rocm_any_wave_size")
+        for code in kernel.severity:
+            if code not in _known_codes():
+                b.fail(f"kernels[{i}].severity.{code}", f"unknown rule code {code}")
+    for code in registry.severity:
+        if code not in _known_codes():
+            b.fail(f"severity.{code}", f"unknown rule code {code}")
+    for i, exemption in enumerate(registry.exemptions):
+        if exemption.rule not in _known_codes():
+            b.fail(f"exemptions[{i}].rule", f"unknown rule code {exemption.rule}")
+        if exemption.kernel is not None and exemption.kernel not in seen_names:
+            b.fail(f"exemptions[{i}].kernel", f"no kernel named {exemption.kernel!r}")
+    names = [c.name for c in registry.compile.configurations]
+    if len(set(names)) != len(names):
+        b.fail("compile.configurations", "configuration names must be unique")
+
+
+def _known_codes() -> frozenset:
+    from kernel_ports.findings import RULES
+
+    return frozenset(RULES)
+
+
+def load_registry(path, root_override: str | None = None) -> Registry:
+    """Load, validate and build a registry; raises `RegistryError`."""
+    path = Path(path)
+    data, lines = _read_yaml(path)
+    _validate(path, data, lines)
+    return _build(path, data, lines, root_override)

@@ -1,0 +1,198 @@
+"""Which files the check reads, and which of them cannot be judged.
+
+Files come from the registry's `sources` globs under the root. In a git work
+tree the listing comes from git, so `.gitignore` is honoured; elsewhere the
+tree is walked. Symbolic links are followed only while they stay inside the
+root, and a directory seen twice (a link loop) is entered once. A file in
+scope that is binary, not UTF-8 or too large is a KP901 finding: fail closed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from kernel_ports.findings import Finding
+
+CPP_SUFFIXES = frozenset({".c", ".cc", ".cpp", ".cxx", ".c++", ".h", ".hh", ".hpp", ".hxx", ".h++", ".inl", ".ipp", ".cu", ".cuh", ".hip", ".mm", ".m"})
+HEADER_SUFFIXES = frozenset({".h", ".hh", ".hpp", ".hxx", ".h++", ".inl", ".ipp", ".cuh"})
+RUST_SUFFIXES = frozenset({".rs"})
+MAX_FILE_BYTES = 2 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    path: str  # relative POSIX path under the root
+    abspath: Path
+    data: bytes
+
+    @property
+    def language(self) -> str:
+        return "rust" if Path(self.path).suffix in RUST_SUFFIXES else "cpp"
+
+    @property
+    def is_header(self) -> bool:
+        return Path(self.path).suffix in HEADER_SUFFIXES
+
+    @property
+    def text(self) -> str:
+        return self.data.decode("utf-8")
+
+
+@dataclass
+class Scope:
+    root: Path
+    files: list[SourceFile] = field(default_factory=list)  # readable, UTF-8, in scope
+    findings: list[Finding] = field(default_factory=list)  # KP901 for the rest
+    listed: int = 0  # source files the globs selected, judged or not
+
+    def by_path(self) -> dict:
+        return {f.path: f for f in self.files}
+
+
+@lru_cache(maxsize=256)
+def glob_regex(pattern: str) -> re.Pattern:
+    """A glob over POSIX paths: `*` within a segment, `**` across segments."""
+    out, i = "", 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out += "(?:.*/)?"
+            i += 3
+        elif pattern.startswith("**", i):
+            out += ".*"
+            i += 2
+        elif pattern[i] == "*":
+            out += "[^/]*"
+            i += 1
+        elif pattern[i] == "?":
+            out += "[^/]"
+            i += 1
+        else:
+            out += re.escape(pattern[i])
+            i += 1
+    return re.compile(out + r"\Z")
+
+
+def matches(path: str, patterns) -> bool:
+    return any(glob_regex(p).match(path) for p in patterns)
+
+
+def is_source(path: str) -> bool:
+    suffix = Path(path).suffix
+    return suffix in CPP_SUFFIXES or suffix in RUST_SUFFIXES
+
+
+def _git_listing(root: Path) -> list[str] | None:
+    """Paths git would show under root (tracked and untracked, not ignored)."""
+    try:
+        inside = subprocess.run(["git", "-C", str(root), "rev-parse", "--is-inside-work-tree"], capture_output=True, text=True, timeout=30)
+        if inside.returncode != 0 or inside.stdout.strip() != "true":
+            return None
+        listing = subprocess.run(
+            ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--full-name", "."],
+            capture_output=True,
+            timeout=60,
+        )
+        prefix = subprocess.run(["git", "-C", str(root), "rev-parse", "--show-prefix"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if listing.returncode != 0 or prefix.returncode != 0:
+        return None
+    lead = prefix.stdout.strip()
+    out = []
+    for raw in listing.stdout.split(b"\0"):
+        if not raw:
+            continue
+        name = raw.decode("utf-8", "surrogateescape")
+        if name.startswith(lead):
+            out.append(name[len(lead):])
+    # git lists a deleted-but-tracked file too; only what exists is in scope.
+    return sorted(set(p for p in out if os.path.lexists(root / p)))
+
+
+def _walk(root: Path, notes: list) -> list[str]:
+    """Every file under root, links followed only inside root, loops cut."""
+    real_root = root.resolve()
+    seen_dirs = set()
+    out = []
+
+    def visit(directory: Path, rel: str):
+        real = directory.resolve()
+        if real in seen_dirs:
+            notes.append((rel or ".", "directory link loop; entered once"))
+            return
+        seen_dirs.add(real)
+        try:
+            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        except OSError as exc:
+            notes.append((rel or ".", f"cannot list directory ({exc.strerror})"))
+            return
+        for entry in entries:
+            child_rel = f"{rel}/{entry.name}" if rel else entry.name
+            if entry.name == ".git":
+                continue
+            if entry.is_dir(follow_symlinks=True):
+                target = Path(entry.path).resolve()
+                if entry.is_symlink() and not target.is_relative_to(real_root):
+                    notes.append((child_rel, "directory link leads outside the root; not followed"))
+                    continue
+                visit(Path(entry.path), child_rel)
+            else:
+                out.append(child_rel)
+
+    visit(root, "")
+    return out
+
+
+def resolve_scope(registry, max_bytes: int = MAX_FILE_BYTES) -> Scope:
+    root = registry.root
+    scope = Scope(root=root)
+    notes: list = []
+    listing = _git_listing(root)
+    if listing is None:
+        listing = _walk(root, notes)
+    for path, why in notes:
+        if matches(path + "/x", registry.sources.include) and not matches(path, registry.sources.exclude):
+            scope.findings.append(Finding("KP901", path, 1, 1, f"not analyzed: {why}"))
+    real_root = root.resolve()
+    for path in listing:
+        if not is_source(path):
+            continue
+        if not matches(path, registry.sources.include) or matches(path, registry.sources.exclude):
+            continue
+        scope.listed += 1
+        problem, data, abspath = _read(root / path, real_root, max_bytes)
+        if problem:
+            scope.findings.append(Finding("KP901", path, 1, 1, f"not analyzed: {problem}; the file is in scope, so the check fails closed"))
+            continue
+        scope.files.append(SourceFile(path, abspath, data))
+    return scope
+
+
+def _read(abspath: Path, real_root: Path, max_bytes: int):
+    try:
+        real = abspath.resolve(strict=True)
+    except (OSError, RuntimeError) as exc:
+        return f"cannot resolve path ({getattr(exc, 'strerror', None) or exc})", None, abspath
+    if not real.is_relative_to(real_root):
+        return "symbolic link leads outside the root; not followed", None, abspath
+    if not real.is_file():
+        return "not a regular file", None, abspath
+    try:
+        size = real.stat().st_size
+        if size > max_bytes:
+            return f"file is {size} bytes, over the {max_bytes}-byte limit", None, abspath
+        data = real.read_bytes()
+    except OSError as exc:
+        return f"cannot read ({exc.strerror})", None, abspath
+    if b"\0" in data:
+        return "binary content (NUL byte)", None, abspath
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"not UTF-8 text (byte {exc.start})", None, abspath
+    return None, data, abspath
