@@ -87,6 +87,10 @@ PRELUDE_STD_HEADERS = (
 )
 
 
+_ARITHMETIC = {"BOOL", "CHAR_U", "UCHAR", "USHORT", "UINT", "ULONG", "ULONGLONG", "CHAR_S", "SCHAR", "SHORT", "INT",
+               "LONG", "LONGLONG", "FLOAT", "DOUBLE", "LONGDOUBLE", "HALF", "FLOAT16"}
+
+
 class FrontEndError(Exception):
     """A setup problem the CLI reports in one line (exit 2)."""
 
@@ -450,7 +454,9 @@ def build_prelude(args: list, cache_dir: Path) -> Optional[str]:
     hdr_args = ["-x", "c++-header"] + [a for a in args if a != "-x" and a != "c++"]
     try:
         index = ci.Index.create()
-        tu = index.parse(str(src), args=hdr_args, options=ci.TranslationUnit.PARSE_INCOMPLETE)
+        # the detailed preprocessing record must match the parses that use it
+        tu = index.parse(str(src), args=hdr_args,
+                         options=ci.TranslationUnit.PARSE_INCOMPLETE | ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD)
         if any(d.severity >= 3 for d in tu.diagnostics):
             return None
         tmp = cache_dir / f"prelude-{key}.{os.getpid()}.tmp"
@@ -1100,7 +1106,7 @@ class _Walker:
         if head is not None and head.kind == K.MEMBER_REF_EXPR:
             pass
         targs = []
-        if head is not None and head.kind in (K.DECL_REF_EXPR, K.OVERLOADED_DECL_REF, K.MEMBER_REF_EXPR):
+        if head is not None and head.kind in (K.DECL_REF_EXPR, K.OVERLOADED_DECL_REF):
             for x in head.get_children():
                 if x.kind == K.DECL_REF_EXPR:
                     r = x.referenced
@@ -1110,11 +1116,20 @@ class _Walker:
                         targs.append(("param", r.spelling))
                     else:
                         targs.append(None)
-            if ref is None and head.kind == K.OVERLOADED_DECL_REF:
+            # a dependent call in a template names an overload set: take its
+            # (single, in practice) template
+            od = head if head.kind == K.OVERLOADED_DECL_REF else next(
+                (x for x in head.get_children() if x.kind == K.OVERLOADED_DECL_REF), None)
+            if (ref is None or ref.kind == K.OVERLOADED_DECL_REF) and od is not None:
                 try:
-                    ref = self.ci.conf.lib.clang_getOverloadedDecl(head, 0)
+                    ref = self.ci.conf.lib.clang_getOverloadedDecl(od, 0)
                 except Exception:
                     ref = None
+        if ref is not None and ref.kind == K.OVERLOADED_DECL_REF:
+            try:
+                ref = self.ci.conf.lib.clang_getOverloadedDecl(ref, 0)
+            except Exception:
+                ref = None
         if ref is not None and ref.kind.is_invalid():
             ref = None
         return ref, tuple(targs)
@@ -1174,7 +1189,7 @@ class _Walker:
         argrefs = tuple(self.sources(a, ctx, shallow=True) for a in args) if ref.kind != K.CONSTRUCTOR else ()
         if ref.kind == K.CONSTRUCTOR:
             parent = ref.semantic_parent
-            if parent is not None:
+            if parent is not None and not self.qname(parent).startswith(("std::", "__gnu_cxx::")):
                 ctx.info.calls.append(CallEdge(f"{parent.get_usr()}#init", self.qname(parent), parent.spelling, loc, (), (),
                                                tuple(ctx.guards), in_slot=ctx.slot))
         spelling = self._callee_spelling(c)
@@ -1696,6 +1711,9 @@ class _Walker:
                 real = [self.strip(a) for a in args if a.location.line != 0]
                 if len(real) == 1 and real[0].kind in (K.INTEGER_LITERAL, K.FLOATING_LITERAL, K.CXX_BOOL_LITERAL_EXPR):
                     return True, None, "scalar"
+                # an array built from one C++ scalar has that scalar's fixed dtype
+                if len(real) == 1 and real[0].type.get_canonical().kind.name in _ARITHMETIC:
+                    return True, None, "scalar"
                 if len(real) == 1:
                     return self._fixed_dtype(real[0], ctx, depth + 1)
             return None, None, "call"
@@ -2071,7 +2089,7 @@ class _Walker:
             named = any(_name_matches(info.qualified_name, p) for p in preds)
             if not named and not info.has_port_args:
                 continue
-            if "#" in info.usr:
+            if info.usr.endswith(("#init", "#var")):
                 continue
             self.res.predicates.append(RawPredicate(
                 fact_args=dict(

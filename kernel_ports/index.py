@@ -1,0 +1,976 @@
+"""The project index: every fact of the tree, the include graph and the call graph.
+
+``build_index(registry, files)`` runs the front ends and joins their results:
+
+1. the witness (tree-sitter) reads every C-family file, Rust files go to the
+   Rust front end;
+2. the files Clang must parse are chosen from the witness's candidates and its
+   include graph (a header with candidates brings in the translation units
+   that include it; a header nobody includes is parsed on its own), once per
+   build configuration whose defines the file or a project header it includes
+   mentions (the default configuration always);
+3. the parses run in a worker pool, each with a timeout, so a crash or a hang
+   is a KP901 record (``unanalyzable``) rather than the end of the run;
+4. the per-translation-unit results are merged: a fact seen in several
+   translation units or configurations is kept once with the union of its
+   configurations; the joins (slot -> accessor -> holder -> helpers -> factory
+   calls with constant propagation; invocation -> selector call -> tables;
+   predicate -> tables) and the graphs are rebuilt on every run;
+5. witness candidates Clang did not confirm become ``Unconfirmed`` records
+   (KP902).
+
+Per-file results are cached (see :class:`_Cache`); the joins never are.
+
+How rules consume it: iterate the fact lists (``index.port_tables``,
+``index.invocations`` ...); use ``index.includers_of(path)`` for the
+translation units that see a header and ``index.call_graph`` (networkx
+DiGraph keyed by Clang USR, nodes carrying ``name``/``kind``) for reachability.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import multiprocessing
+import os
+import pickle
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from multiprocessing.connection import wait
+from pathlib import Path, PurePosixPath
+from typing import Optional
+
+import networkx as nx
+
+from kernel_ports import __version__
+from kernel_ports.facts import (
+    Accessor,
+    ChainStep,
+    FactoryCall,
+    Holder,
+    HolderAccess,
+    Invocation,
+    Location,
+    ParseQuality,
+    PortTable,
+    Predicate,
+    SelectorCall,
+    Slot,
+    Unconfirmed,
+    sort_key,
+    to_jsonable,
+)
+from kernel_ports.frontend import clang_fe, rust, witness as wit
+
+def _code_digest() -> str:
+    """The front ends' own source, so a changed extractor never reads stale cache entries."""
+    h = hashlib.sha256(__version__.encode())
+    here = Path(__file__).resolve().parent
+    for rel in ("facts.py", "index.py", "frontend/clang_fe.py", "frontend/witness.py", "frontend/hip.py", "frontend/rust.py"):
+        try:
+            h.update((here / rel).read_bytes())
+        except OSError:
+            pass
+    return h.hexdigest()[:16]
+
+
+FRONTEND_VERSION = f"{__version__}+{_code_digest()}"
+DEFAULT_TIMEOUT = 120.0
+UNKNOWN = ("unknown",)
+CONFIRMABLE = ("factory_call", "selector_call", "has_port_call", "invocation", "port_table")
+
+
+@dataclass
+class ProjectIndex:
+    port_tables: list = field(default_factory=list)
+    selector_calls: list = field(default_factory=list)
+    invocations: list = field(default_factory=list)
+    factory_calls: list = field(default_factory=list)
+    predicates: list = field(default_factory=list)
+    backend_tests: list = field(default_factory=list)
+    holder_accesses: list = field(default_factory=list)
+    accessors: list = field(default_factory=list)
+    holders: list = field(default_factory=list)
+    refusals: list = field(default_factory=list)
+    hip_sources: list = field(default_factory=list)
+    rust_gates: list = field(default_factory=list)
+    seam_calls: list = field(default_factory=list)
+    parse_quality: list = field(default_factory=list)
+    unanalyzable: list = field(default_factory=list)  # (path, reason) -> KP901
+    unconfirmed: list = field(default_factory=list)  # Unconfirmed -> KP902
+    include_graph: nx.DiGraph = field(default_factory=nx.DiGraph)  # includer -> included (project paths)
+    call_graph: nx.DiGraph = field(default_factory=nx.DiGraph)  # caller usr -> callee usr
+    files_scanned: list = field(default_factory=list)  # every C-family/Rust path read
+    clang_files: list = field(default_factory=list)  # (path, configuration) parsed by Clang
+    functions: dict = field(default_factory=dict)  # usr -> clang_fe.FunctionInfo (merged)
+    timings: dict = field(default_factory=dict)
+
+    # ---------------------------------------------------------------- queries
+    def includers_of(self, path: str) -> set:
+        """Every project file that includes ``path`` directly or transitively."""
+        if path not in self.include_graph:
+            return set()
+        return set(nx.ancestors(self.include_graph, path))
+
+    def translation_units_of(self, path: str) -> set:
+        """The parsed translation units that see ``path`` (itself if it is one)."""
+        tus = {p for p, _ in self.clang_files}
+        out = {t for t in self.includers_of(path) if t in tus}
+        if path in tus:
+            out.add(path)
+        return out
+
+    def table(self, name: str) -> Optional[PortTable]:
+        short = name.split("::")[-1]
+        return next((t for t in self.port_tables if t.name == short or t.qualified_name == name), None)
+
+    def selector(self, sid: str) -> Optional[SelectorCall]:
+        return next((s for s in self.selector_calls if str(s.loc) == sid), None)
+
+    def hip_source(self, name: str):
+        return [h for h in self.hip_sources if h.name == name]
+
+    def to_json(self) -> dict:
+        def lst(items):
+            return [to_jsonable(x) for x in sorted(items, key=sort_key)]
+
+        return {
+            "version": 1,
+            "port_tables": lst(self.port_tables),
+            "selector_calls": lst(self.selector_calls),
+            "invocations": lst(self.invocations),
+            "factory_calls": lst(self.factory_calls),
+            "predicates": lst(self.predicates),
+            "backend_tests": lst(self.backend_tests),
+            "holder_accesses": lst(self.holder_accesses),
+            "accessors": lst(self.accessors),
+            "holders": lst(self.holders),
+            "refusals": lst(self.refusals),
+            "hip_sources": lst(self.hip_sources),
+            "rust_gates": lst(self.rust_gates),
+            "seam_calls": lst(self.seam_calls),
+            "files": [to_jsonable(q) for q in sorted(self.parse_quality, key=lambda q: (q.path, q.configuration))],
+            "unanalyzable": [{"path": p, "reason": r} for p, r in sorted(self.unanalyzable)],
+            "unconfirmed": lst(self.unconfirmed),
+            "include_graph": sorted([a, b] for a, b in self.include_graph.edges),
+        }
+
+
+# --------------------------------------------------------------------------
+# Cache
+# --------------------------------------------------------------------------
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "kernel-ports"
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class _Cache:
+    """Pickled per-file results under ``<cache>/v1``.
+
+    A Clang result's key is the file's path and content hash, the tool
+    version, the registry's compile section and conventions, the stub set and
+    the configuration; the entry also records the hashes of the project
+    headers the translation unit included, and is valid only while they match.
+    """
+
+    def __init__(self, root: Optional[Path]):
+        self.root = root / "v1" if root is not None else None
+
+    def _path(self, key: str) -> Optional[Path]:
+        return None if self.root is None else self.root / key[:2] / f"{key}.pkl"
+
+    def get(self, key: str):
+        p = self._path(key)
+        if p is None or not p.is_file():
+            return None
+        try:
+            with open(p, "rb") as fh:
+                return pickle.load(fh)
+        except Exception:
+            return None
+
+    def put(self, key: str, value) -> None:
+        p = self._path(key)
+        if p is None:
+            return
+        try:
+            p.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=p.parent, suffix=".tmp")
+            with os.fdopen(fd, "wb") as fh:
+                pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, p)
+        except OSError:
+            pass
+
+
+# --------------------------------------------------------------------------
+# Worker pool with per-job timeouts
+# --------------------------------------------------------------------------
+
+
+def _worker_main(conn):
+    while True:
+        try:
+            job = conn.recv()
+        except (EOFError, OSError):
+            return
+        if job is None:
+            return
+        kind, payload = job
+        try:
+            if kind == "parse":
+                out = clang_fe.parse_translation_unit(payload)
+            else:
+                args, cache_dir = payload
+                out = clang_fe.build_prelude(list(args), Path(cache_dir))
+            conn.send(("ok", out))
+        except BaseException as exc:  # report, keep serving
+            conn.send(("error", f"{type(exc).__name__}: {exc}"))
+
+
+class _Pool:
+    def __init__(self, n: int):
+        # fork: no re-import of the caller's __main__, and workers start in
+        # milliseconds; the parent never touches libclang, so nothing unsafe is
+        # inherited.  Elsewhere spawn.
+        method = "fork" if sys.platform.startswith("linux") else "spawn"
+        self.ctx = multiprocessing.get_context(method)
+        self.n = max(1, n)
+        self.workers: list = []
+
+    def _spawn(self):
+        parent, child = self.ctx.Pipe()
+        p = self.ctx.Process(target=_worker_main, args=(child,), daemon=True)
+        p.start()
+        child.close()
+        return [p, parent, None, None]  # process, conn, job key, started
+
+    def run(self, jobs: list, timeout: float) -> dict:
+        """jobs: [(key, (kind, payload))] -> {key: ("ok", result) | ("error"|"crash"|"timeout", msg)}"""
+        results: dict = {}
+        pending = list(jobs)
+        while len(self.workers) < min(self.n, len(pending)):
+            self.workers.append(self._spawn())
+        while pending or any(w[2] is not None for w in self.workers):
+            for w in self.workers:
+                if w[2] is None and pending:
+                    key, job = pending.pop(0)
+                    try:
+                        w[1].send(job)
+                    except (OSError, BrokenPipeError):
+                        results[key] = ("crash", "the parser process could not be started")
+                        continue
+                    w[2], w[3] = key, time.monotonic()
+            busy = [w for w in self.workers if w[2] is not None]
+            if not busy:
+                continue
+            now = time.monotonic()
+            wait_for = max(0.01, min(w[3] + timeout - now for w in busy))
+            ready = wait([w[1] for w in busy] + [w[0].sentinel for w in busy], timeout=wait_for)
+            for i, w in enumerate(self.workers):
+                if w[2] is None:
+                    continue
+                key = w[2]
+                if w[1] in ready:
+                    try:
+                        results[key] = w[1].recv()
+                        w[2] = None
+                        continue
+                    except (EOFError, OSError):
+                        pass
+                if w[0].sentinel in ready or not w[0].is_alive():
+                    code = w[0].exitcode
+                    results[key] = ("crash", f"the parser crashed (exit code {code})")
+                    self._replace(i)
+                elif time.monotonic() - w[3] > timeout:
+                    results[key] = ("timeout", f"the parser timed out after {timeout:.0f} s")
+                    self._replace(i, kill=True)
+        return results
+
+    def _replace(self, i, kill=False):
+        w = self.workers[i]
+        if kill and w[0].is_alive():
+            w[0].kill()
+        w[0].join(timeout=5)
+        self.workers[i] = self._spawn()
+
+    def close(self):
+        for w in self.workers:
+            try:
+                w[1].send(None)
+            except (OSError, BrokenPipeError):
+                pass
+        for w in self.workers:
+            w[0].join(timeout=2)
+            if w[0].is_alive():
+                w[0].kill()
+                w[0].join(timeout=2)
+        self.workers = []
+
+
+# --------------------------------------------------------------------------
+# build_index
+# --------------------------------------------------------------------------
+
+
+def _default_configuration(registry):
+    confs = registry.compile.configurations
+    return next((c for c in confs if c.name == "default"), confs[0])
+
+
+def _define_name(d: str) -> str:
+    return d.split("=", 1)[0].strip()
+
+
+def _load_compile_commands(path: Optional[Path], root: Path) -> dict:
+    """relative path -> extra flags (-I/-D/-U/-include/-std/-isystem only) from compile_commands.json."""
+    if path is None:
+        return {}
+    import json
+    import shlex
+
+    try:
+        entries = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise clang_fe.FrontEndError(f"{path}: cannot read compile_commands.json: {exc}")
+    out = {}
+    for e in entries:
+        directory = Path(e.get("directory", "."))
+        f = Path(e.get("file", ""))
+        f = (directory / f).resolve() if not f.is_absolute() else f.resolve()
+        try:
+            rel = f.relative_to(root).as_posix()
+        except ValueError:
+            continue
+        argv = e.get("arguments") or shlex.split(e.get("command", ""))
+        flags, i = [], 0
+        while i < len(argv):
+            a = argv[i]
+            if a in ("-I", "-D", "-U", "-isystem", "-include", "-iquote") and i + 1 < len(argv):
+                val = argv[i + 1]
+                if a in ("-I", "-isystem", "-iquote", "-include") and not os.path.isabs(val):
+                    val = str((directory / val).resolve())
+                flags += [a, val]
+                i += 2
+                continue
+            if a.startswith(("-I", "-isystem", "-iquote")) and len(a) > 2:
+                for pre in ("-isystem", "-iquote", "-I"):
+                    if a.startswith(pre):
+                        val = a[len(pre):]
+                        if not os.path.isabs(val):
+                            val = str((directory / val).resolve())
+                        flags.append(pre + val)
+                        break
+            elif a.startswith(("-D", "-U", "-std=")):
+                flags.append(a)
+            i += 1
+        out[rel] = flags
+    return out
+
+
+def _resolve_include(spelled: str, is_system: bool, includer: str, known: set, search: list) -> Optional[str]:
+    cands = []
+    if not is_system:
+        cands.append(PurePosixPath(includer).parent / spelled)
+    for d in search:
+        cands.append(PurePosixPath(d) / spelled if d else PurePosixPath(spelled))
+    for c in cands:
+        parts = []
+        for seg in c.parts:
+            if seg == "..":
+                if parts:
+                    parts.pop()
+            elif seg != ".":
+                parts.append(seg)
+        p = "/".join(parts)
+        if p in known:
+            return p
+    return None
+
+
+def build_index(registry, files, *, jobs: int = 2, use_cache: bool = True, cache_dir=None, compile_commands=None,
+                timeout: float = DEFAULT_TIMEOUT) -> ProjectIndex:
+    t_start = time.perf_counter()
+    root = Path(registry.root).resolve()
+    index = ProjectIndex()
+    cache = _Cache(Path(cache_dir) if cache_dir is not None else default_cache_dir()) if use_cache else _Cache(None)
+    names = wit.WitnessNames.from_registry(registry)
+    conv = clang_fe.Conventions.from_registry(registry)
+    files = sorted(files, key=lambda f: f.path)
+    by_path = {f.path: f for f in files}
+    hashes = {f.path: _sha(f.data) for f in files}
+    cpp_files = [f for f in files if wit.is_cpp_file(f.path)]
+    rust_files = [f for f in files if f.path.endswith(".rs")]
+    index.files_scanned = [f.path for f in cpp_files + rust_files]
+    names_key = _sha(repr(names).encode())[:16]
+    seams = [s.name for s in registry.conventions.test_seams]
+
+    # ---- 1. witness + Rust (cached by content)
+    witnessed: dict = {}
+    parser = None
+    for f in cpp_files:
+        key = _sha(f"w|{FRONTEND_VERSION}|{names_key}|{f.path}|{hashes[f.path]}".encode())
+        res = cache.get(key)
+        if res is None:
+            parser = parser or wit.cpp_parser()
+            w = wit.witness(f.path, f.data, names, parser)
+            res = (w, wit.hip_sources(w))
+            cache.put(key, res)
+        witnessed[f.path] = res[0]
+        index.hip_sources.extend(res[1])
+    for f in rust_files:
+        key = _sha(f"r|{FRONTEND_VERSION}|{_sha(repr(seams).encode())}|{f.path}|{hashes[f.path]}".encode())
+        res = cache.get(key)
+        if res is None:
+            res = rust.analyze(f.path, f.data, seams)
+            cache.put(key, res)
+        index.rust_gates.extend(res[0])
+        index.seam_calls.extend(res[1])
+    index.timings["witness"] = time.perf_counter() - t_start
+
+    # ---- 2. which files, which configurations
+    known = set(by_path)
+    search = [""] + [_relative_dir(d, root) for d in registry.compile.include_dirs]
+    search = [s for s in search if s is not None]
+    wgraph = nx.DiGraph()
+    for p, w in witnessed.items():
+        wgraph.add_node(p)
+        for spelled, is_sys in w.includes:
+            tgt = _resolve_include(spelled, is_sys, p, known, search)
+            if tgt is not None:
+                wgraph.add_edge(p, tgt)
+    default_conf = _default_configuration(registry)
+    tus: set = set()
+    for p, w in witnessed.items():
+        if not w.has_candidates:
+            continue
+        if wit.is_header(p):
+            includers = [a for a in nx.ancestors(wgraph, p) if not wit.is_header(a)]
+            if includers:
+                tus.update(includers)
+            else:
+                tus.add(p)
+        else:
+            tus.add(p)
+    cc_path = compile_commands or registry.compile.compile_commands
+    cc = _load_compile_commands(Path(cc_path) if cc_path else None, root)
+    if tus:
+        clang_fe.builtin_include_dir()
+        clang_fe.system_cxx_headers()
+    jobs_wanted = []  # (relpath, configuration)
+    for tu in sorted(tus):
+        seen_files = {tu} | set(nx.descendants(wgraph, tu))
+        mentioned = set()
+        for s in seen_files:
+            mentioned |= witnessed[s].conditional_macros if s in witnessed else set()
+        for conf in registry.compile.configurations:
+            if conf.name == default_conf.name or any(_define_name(d) in mentioned for d in conf.defines):
+                jobs_wanted.append((tu, conf))
+
+    # ---- 3. Clang parses (cache, prelude, pool)
+    comp_key = _sha(repr((registry.compile.std, registry.compile.defines, tuple(map(str, registry.compile.include_dirs)),
+                          conv, clang_fe.stub_digest(), FRONTEND_VERSION, sorted(cc.items()))).encode())[:24]
+    fault_map = _faults()
+    results: list = []
+    to_parse = []
+    for rel, conf in jobs_wanted:
+        key = _sha(f"c|{comp_key}|{conf.name}|{conf.defines}|{rel}|{hashes[rel]}".encode())
+        entry = cache.get(key) if rel not in fault_map else None
+        if entry is not None:
+            deps, tu_res = entry
+            if all(hashes.get(d) == h for d, h in deps.items()):
+                tu_res.cached = True
+                results.append(tu_res)
+                continue
+        to_parse.append((rel, conf, key))
+    index.timings["cache_lookup"] = time.perf_counter() - t_start
+    if to_parse:
+        pool = _Pool(min(jobs, len(to_parse)) if jobs else 1)
+        tmpdir = None
+        try:
+            pch_dir = (cache.root / "pch") if cache.root is not None else Path(tmpdir := tempfile.mkdtemp(prefix="kp-pch-"))
+            # a prelude per distinct argument set with enough files to pay for it
+            arg_sets: dict = {}
+            for rel, conf, key in to_parse:
+                if rel in cc:
+                    continue
+                a = tuple(clang_fe.build_args(registry, conf, rel))
+                arg_sets.setdefault(a, []).append(rel)
+            pchs: dict = {}
+            pre_jobs = [(a, ("prelude", (a, str(pch_dir)))) for a, rels in arg_sets.items() if len(rels) >= 3]
+            t0 = time.perf_counter()
+            if pre_jobs:
+                for a, (status, out) in pool.run(pre_jobs, timeout).items():
+                    if status == "ok" and out:
+                        pchs[a] = out
+            index.timings["prelude"] = time.perf_counter() - t0
+            parse_jobs = []
+            for rel, conf, key in to_parse:
+                base = tuple(clang_fe.build_args(registry, conf, rel, compile_commands=cc))
+                pch = pchs.get(tuple(clang_fe.build_args(registry, conf, rel))) if rel not in cc else None
+                args = base + (("-include-pch", pch) if pch else ())
+                job = clang_fe.ParseJob(
+                    abspath=str(by_path[rel].abspath), relpath=rel, configuration=conf.name, args=args,
+                    root=str(root), project_files=frozenset(known), conventions=conv,
+                    fault=fault_map.get(rel))
+                parse_jobs.append(((rel, conf.name, key), ("parse", job)))
+            t0 = time.perf_counter()
+            out = pool.run(parse_jobs, timeout)
+            index.timings["parse"] = time.perf_counter() - t0
+        finally:
+            pool.close()
+            if tmpdir:
+                import shutil
+
+                shutil.rmtree(tmpdir, ignore_errors=True)
+        for (rel, cname, key), (status, res) in sorted(out.items()):
+            if status != "ok":
+                index.unanalyzable.append((rel, f"{res} (configuration {cname})"))
+                index.parse_quality.append(ParseQuality(path=rel, configuration=cname, parsed=False, diagnostics=0,
+                                                        errors=0, seconds=0.0))
+                continue
+            if not res.ok:
+                index.unanalyzable.append((rel, f"{res.error} (configuration {cname})"))
+            results.append(res)
+            if res.ok:
+                deps = {d: hashes[d] for d in res.files_walked if d in hashes}
+                deps[rel] = hashes[rel]
+                cache.put(key, (deps, res))
+    index.clang_files = sorted((r.path, r.configuration) for r in results if r.ok)
+
+    # ---- 4. merge and join
+    t0 = time.perf_counter()
+    _merge(index, registry, results, witnessed, conv)
+    index.timings["join"] = time.perf_counter() - t0
+    index.timings["total"] = time.perf_counter() - t_start
+    return index
+
+
+def _relative_dir(d, root: Path) -> Optional[str]:
+    try:
+        return Path(d).resolve().relative_to(root).as_posix().rstrip("/").replace(".", "") if Path(d).resolve() == root \
+            else Path(d).resolve().relative_to(root).as_posix()
+    except ValueError:
+        return None
+
+
+def _faults() -> dict:
+    """Test hook: KERNEL_PORTS_FE_FAULT="path=crash;other=hang" makes a parse fail on purpose."""
+    spec = os.environ.get("KERNEL_PORTS_FE_FAULT", "")
+    out = {}
+    for part in spec.split(";"):
+        if "=" in part:
+            p, k = part.split("=", 1)
+            out[p.strip()] = k.strip()
+    return out
+
+
+# --------------------------------------------------------------------------
+# Merging and joins
+# --------------------------------------------------------------------------
+
+
+def _merge_configs(facts: list) -> list:
+    """One fact per distinct content, its configurations the union."""
+    out: dict = {}
+    for f in facts:
+        k = (type(f).__name__, repr(to_jsonable(dataclasses.replace(f, configurations=frozenset()))))
+        if k in out:
+            out[k] = dataclasses.replace(out[k], configurations=out[k].configurations | f.configurations)
+        else:
+            out[k] = f
+    return sorted(out.values(), key=sort_key)
+
+
+class _Joiner:
+    def __init__(self, index: ProjectIndex, registry, results: list, conv):
+        self.index = index
+        self.registry = registry
+        self.conv = conv
+        self.functions: dict = {}
+        self.fn_configs: dict = {}
+        for r in results:
+            for info in r.functions:
+                cur = self.functions.get(info.usr)
+                if cur is None:
+                    self.functions[info.usr] = info
+                else:
+                    self._merge_fn(cur, info)
+                self.fn_configs.setdefault(info.usr, set()).add(r.configuration)
+        # callers: callee usr -> [(caller usr, edge)]
+        self.callers: dict = {}
+        for usr, info in self.functions.items():
+            for e in info.calls:
+                self.callers.setdefault(e.callee_usr, []).append((usr, e))
+        self._reach_cache: dict = {}
+
+    @staticmethod
+    def _merge_fn(cur, other):
+        have = {(e.callee_usr, e.loc) for e in cur.calls}
+        cur.calls.extend(e for e in other.calls if (e.callee_usr, e.loc) not in have)
+        have_f = {fc.loc: i for i, (fc, _) in enumerate(cur.factory_calls)}
+        for fc, g in other.factory_calls:
+            if fc.loc in have_f:
+                i = have_f[fc.loc]
+                old, og = cur.factory_calls[i]
+                cur.factory_calls[i] = (dataclasses.replace(old, configurations=old.configurations | fc.configurations), og)
+            else:
+                cur.factory_calls.append((fc, g))
+        cur.returned = cur.returned | other.returned
+        cur.invokes = cur.invokes or other.invokes
+        cur.selects = cur.selects or other.selects
+        cur.backend_queries = tuple(sorted(set(cur.backend_queries) | set(other.backend_queries)))
+        cur.has_port_args = cur.has_port_args + tuple(a for a in other.has_port_args if a not in cur.has_port_args)
+        if not cur.returned_statics:
+            cur.returned_statics = other.returned_statics
+
+    # ------------------------------------------------------------ reachability
+    @staticmethod
+    def _guards_ok(guards, env) -> bool:
+        for g in guards:
+            if g.param in env:
+                if (env[g.param] in g.values) == g.negated:
+                    return False
+        return True
+
+    def _bind(self, edge, callee, env, owner=None) -> dict:
+        new = {}
+
+        def val(ref):
+            if ref is None:
+                return None
+            if ref[0] == "const":
+                return ref[1]
+            if ref[0] in ("param", "tparam") and isinstance(ref[1], str):
+                return env.get(ref[1])
+            return None
+
+        for i, t in enumerate(edge.targs):
+            if i < len(callee.template_params):
+                v = val(t)
+                if v is not None:
+                    new[callee.template_params[i]] = v
+        for i, refs in enumerate(edge.args):
+            if i >= len(callee.params):
+                break
+            vals = set()
+            for r in refs:
+                if r[0] == "param" and isinstance(r[1], int):
+                    caller_param = owner.params[r[1]] if owner is not None and 0 <= r[1] < len(owner.params) else None
+                    vals.add(env.get(caller_param) if caller_param else None)
+                else:
+                    vals.add(val(r))
+            if len(vals) == 1 and None not in vals:
+                new[callee.params[i]] = vals.pop()
+        return new
+
+    def reach(self, start_edges: list, env: dict, start_usr: str) -> tuple:
+        """(factory calls, chain steps) reachable from a getter's edges under env."""
+        found: dict = {}
+        steps: dict = {}
+        visited = set()
+
+        def visit(usr, env, depth, via_kind):
+            key = (usr, tuple(sorted(env.items())))
+            if key in visited or depth > 12:
+                return
+            visited.add(key)
+            info = self.functions.get(usr)
+            if info is None:
+                return
+            for fc, guards in info.factory_calls:
+                if self._guards_ok(guards, env):
+                    found.setdefault(fc.loc, fc)
+                    steps.setdefault(("factory", str(fc.loc)), ChainStep(kind="factory", name=fc.factory, loc=fc.loc))
+            for e in info.calls:
+                follow(e, env, depth, info)
+
+        def follow(e, env, depth, owner):
+            if not self._guards_ok(e.guards, env):
+                return
+            callee = self.functions.get(e.callee_usr)
+            if callee is None:
+                return
+            new_env = self._bind(e, callee, env, owner)
+            kind = self._step_kind(e, callee, depth)
+            steps.setdefault((e.callee_usr, tuple(sorted(new_env.items()))), ChainStep(
+                kind=kind, name=e.spelling if kind == "accessor" else callee.qualified_name, usr=e.callee_usr,
+                loc=callee.loc, bindings=tuple(sorted(new_env.items()))))
+            visit(e.callee_usr, new_env, depth + 1, kind)
+
+        for e in start_edges:
+            follow(e, env, 0, None)
+        return list(found.values()), list(steps.values())
+
+    def _step_kind(self, edge, callee, depth):
+        if depth == 0 and edge.returns_ref and not edge.is_method:
+            return "accessor"
+        if callee.is_method_of or callee.usr.endswith("#init"):
+            return "holder"
+        return "helper"
+
+    def reach_from(self, usr: str, env: dict) -> tuple:
+        key = (usr, tuple(sorted(env.items())))
+        if key not in self._reach_cache:
+            info = self.functions.get(usr)
+            if info is None:
+                self._reach_cache[key] = ([], [])
+            else:
+                pseudo = clang_fe.CallEdge(usr, info.qualified_name, info.name, info.loc, (), ())
+                self._reach_cache[key] = self.reach([pseudo], dict(env), usr)
+        return self._reach_cache[key]
+
+    # --------------------------------------------------------- value refs
+    def resolve(self, refs, owner_usr: str, depth=0, want=("selector", "table")) -> tuple:
+        """Resolve value refs (clang_fe._Walker.sources) to selector ids / table names."""
+        out = set()
+        unknown = False
+        accessors = set()
+        for r in refs:
+            k = r[0]
+            if k == "selector" and "selector" in want:
+                out.add(("selector", r[1]))
+            elif k == "table" and "table" in want:
+                out.add(("table", r[1]))
+            elif k == "accessor":
+                accessors.add(r[2])
+            elif k == "call" and depth < 6:
+                info = self.functions.get(r[1])
+                if info is None or not info.returned:
+                    unknown = True
+                    continue
+                sub, u, acc = self.resolve(info.returned, r[1], depth + 1, want)
+                out |= sub
+                accessors |= acc
+                unknown = unknown or u
+            elif k == "param" and isinstance(r[1], int) and r[1] >= 0 and depth < 6:
+                callers = self.callers.get(owner_usr, [])
+                if not callers:
+                    unknown = True
+                for caller_usr, e in callers:
+                    if r[1] < len(e.args):
+                        sub, u, acc = self.resolve(e.args[r[1]], caller_usr, depth + 1, want)
+                        out |= sub
+                        accessors |= acc
+                        unknown = unknown or u
+                    else:
+                        unknown = True
+            else:
+                unknown = True
+        return out, unknown, accessors
+
+
+def _merge(index: ProjectIndex, registry, results: list, witnessed: dict, conv) -> None:
+    j = _Joiner(index, registry, results, conv)
+    index.functions = j.functions
+    root = Path(registry.root).resolve()
+
+    # include graph (Clang's, plus the witness's for files Clang did not read)
+    for r in results:
+        for a, b in r.includes:
+            index.include_graph.add_edge(a, b)
+    for p, w in witnessed.items():
+        index.include_graph.add_node(p)
+
+    # call graph
+    for usr, info in j.functions.items():
+        index.call_graph.add_node(usr, name=info.qualified_name, kind="function", path=info.loc.path)
+        for e in info.calls:
+            index.call_graph.add_edge(usr, e.callee_usr, loc=str(e.loc))
+
+    # plain facts
+    index.factory_calls = _merge_configs([f for r in results for f in r.factory_calls])
+    index.backend_tests = _merge_configs([f for r in results for f in r.backend_tests])
+    index.refusals = _merge_configs([f for r in results for f in r.refusals])
+    cpp_seams = _merge_configs([f for r in results for f in r.seam_calls])
+    index.seam_calls = sorted(index.seam_calls + cpp_seams, key=sort_key)
+
+    # selector calls
+    sels = []
+    for r in results:
+        for rs in r.selectors:
+            found, unknown, _ = j.resolve(rs.table_refs, rs.fact.enclosing_usr, want=("table",))
+            tables = tuple(sorted(n for k, n in found if k == "table"))
+            if unknown or not tables:
+                tables = tables + UNKNOWN if unknown or not tables else tables
+            sels.append(dataclasses.replace(rs.fact, tables=tables))
+    index.selector_calls = _merge_configs(sels)
+    sel_tables: dict = {}
+    for s in index.selector_calls:
+        sel_tables.setdefault(str(s.loc), set()).update(s.tables)
+
+    # invocations
+    invs = []
+    for r in results:
+        for ri in r.invocations:
+            found, unknown, accessors = j.resolve(ri.kernel_refs, ri.enclosing_usr, want=("selector",))
+            selectors = tuple(sorted(n for k, n in found if k == "selector"))
+            tables = set()
+            for sid in selectors:
+                tables |= sel_tables.get(sid, set(UNKNOWN))
+            if not selectors and not accessors:
+                tables |= set(UNKNOWN)
+            from_param = any(x[0] == "param" for x in ri.kernel_refs)
+            invs.append(Invocation(
+                loc=ri.loc, configurations=frozenset({r.configuration}), callee_text=ri.callee_text,
+                selector_calls=selectors, tables=tuple(sorted(tables)), accessors=tuple(sorted(accessors)),
+                template_args_text=ri.template_args_text, template_args=ri.template_args,
+                template_args_resolved=ri.template_args_resolved, inputs_text=ri.inputs_text, inputs=ri.inputs,
+                enclosing_function=ri.enclosing_function, enclosing_usr=ri.enclosing_usr, in_macro=ri.in_macro,
+                kernel_from_parameter=from_param))
+    index.invocations = _merge_configs(invs)
+
+    # predicates
+    preds = []
+    for r in results:
+        for rp in r.predicates:
+            tables, unknown = set(), False
+            for refs in rp.table_refs:
+                found, u, _ = j.resolve(refs, rp.fact_args["usr"], want=("table",))
+                tables |= {n for k, n in found if k == "table"}
+                unknown = unknown or u
+            preds.append(Predicate(tables=tuple(sorted(tables)), unresolved_tables=unknown, **rp.fact_args))
+    index.predicates = _merge_configs(preds)
+
+    # port tables and their slots
+    tables: dict = {}
+    for r in results:
+        for rt in r.tables:
+            t = tables.setdefault((rt.usr, rt.loc), {"raw": rt, "configs": set(), "slots": {}, "any_wave": False})
+            t["configs"].add(r.configuration)
+            t["any_wave"] = t["any_wave"] or rt.rocm_any_wave_size
+            for b, rs in rt.slots.items():
+                if rs is None:
+                    t["slots"].setdefault(b, {})
+                    continue
+                t["slots"].setdefault(b, {}).setdefault(rs.accessor, (rs, set()))[1].add(r.configuration)
+    accessor_uses: dict = {}  # spelling -> (usr, targs, holder_type, loc)
+    out_tables = []
+    for (usr, loc), t in sorted(tables.items(), key=lambda kv: (str(kv[0][1]), kv[0][0])):
+        raw = t["raw"]
+        slots = {}
+        for b in conv.backends:
+            variants = t["slots"].get(b) or {}
+            if not variants:
+                slots[b] = None
+                continue
+            # one slot per backend; if configurations disagree on the accessor, the default's wins
+            acc, (rs, cfgs) = sorted(variants.items(), key=lambda kv: ("default" not in kv[1][1], str(kv[0])))[0]
+            all_cfgs = set().union(*(c for _, c in variants.values()))
+            env = {}
+            fcs, steps = j.reach(rs.edges, env, rs.slot_id)
+            fcs = sorted({fc.loc: fc for fc in list(fcs) + list(rs.factory_calls)}.values(), key=sort_key)
+            hip = tuple(dict.fromkeys(c for fc in fcs for c in fc.source_constants + fc.header_constants))
+            chain = (ChainStep(kind="getter", name=f"{raw.qualified_name}.{b}", loc=rs.loc),) + tuple(steps)
+            slots[b] = Slot(backend=b, accessor=rs.accessor, accessor_function=rs.accessor_function,
+                            accessor_usr=rs.accessor_usr, holder_type=rs.holder_type, chain=chain,
+                            factory_calls=tuple(fcs), hip_sources=hip, loc=rs.loc, configurations=frozenset(all_cfgs),
+                            resolved=bool(fcs), text=rs.text)
+            if rs.accessor and rs.accessor_usr:
+                accessor_uses.setdefault(rs.accessor, (rs.accessor_usr, rs.accessor_targs, rs.holder_type))
+        out_tables.append(PortTable(loc=raw.loc, configurations=frozenset(t["configs"]), name=raw.name,
+                                    qualified_name=raw.qualified_name, usr=raw.usr, file=raw.loc.path, slots=slots,
+                                    rocm_any_wave_size=t["any_wave"], variable=raw.variable))
+    index.port_tables = out_tables
+
+    # holder accesses (only accessors that reach a factory), accessors, holders
+    raw_acc = [(r.configuration, a) for r in results for a in r.holder_accesses]
+    accessor_usrs: dict = {}
+    for _, a in raw_acc:
+        if a.accessor_usr not in accessor_usrs:
+            fcs, _ = j.reach_from(a.accessor_usr, {})
+            accessor_usrs[a.accessor_usr] = bool(fcs)
+    is_accessor = {u for u, ok in accessor_usrs.items() if ok}
+    has = []
+    for cfg, a in raw_acc:
+        if a.accessor_usr not in is_accessor:
+            continue
+        accessor_uses.setdefault(a.accessor, (a.accessor_usr, (), None))
+        encl = j.functions.get(a.enclosing_usr)
+        has.append(HolderAccess(loc=a.loc, configurations=frozenset({cfg}), kind=a.kind, accessor=a.accessor,
+                                accessor_usr=a.accessor_usr, method=a.method, in_table_slot=a.in_table_slot,
+                                enclosing_function=a.enclosing_function, enclosing_usr=a.enclosing_usr,
+                                enclosing_is_accessor=a.enclosing_usr in is_accessor, in_macro=a.in_macro))
+    for fc in index.factory_calls:
+        info = j.functions.get(fc.enclosing_usr)
+        if info is not None and (info.invokes or info.selects) and not fc.in_table_slot:
+            has.append(HolderAccess(loc=fc.loc, configurations=fc.configurations, kind="factory_call",
+                                    accessor=fc.factory, accessor_usr="", method=None, in_table_slot=False,
+                                    enclosing_function=fc.enclosing_function, enclosing_usr=fc.enclosing_usr,
+                                    in_macro=fc.in_macro))
+    index.holder_accesses = _merge_configs(has)
+    accs, holders = [], []
+    for spelling, (usr, targs, htype) in sorted(accessor_uses.items()):
+        info = j.functions.get(usr)
+        if info is None:
+            continue
+        env = {}
+        for i, t in enumerate(targs):
+            if t and t[0] == "const" and i < len(info.template_params):
+                env[info.template_params[i]] = t[1]
+        fcs, _ = j.reach_from(usr, env)
+        accs.append(Accessor(loc=info.loc, configurations=frozenset(j.fn_configs.get(usr, ())), name=spelling,
+                             function=info.qualified_name, usr=usr, holder_type=htype or info.returns_ref,
+                             factory_calls=tuple(sorted(fcs, key=sort_key))))
+        for name, ty, hloc in info.returned_statics:
+            holders.append(Holder(loc=hloc, configurations=frozenset(j.fn_configs.get(usr, ())), name=name, type=ty,
+                                  accessor_usr=usr, accessor=info.qualified_name,
+                                  factory_calls=tuple(sorted(fcs, key=sort_key))))
+    index.accessors = accs
+    index.holders = _merge_configs(holders)
+
+    # parse quality
+    for r in results:
+        index.parse_quality.append(ParseQuality(path=r.path, configuration=r.configuration, parsed=r.ok,
+                                                diagnostics=r.diagnostics, errors=r.errors, seconds=round(r.seconds, 4),
+                                                cached=getattr(r, "cached", False)))
+
+    # unconfirmed candidates (KP902)
+    seen = set()
+    skipped: dict = {}
+    walked_in: dict = {}
+    for r in results:
+        if not r.ok:
+            continue
+        seen |= r.seen
+        for f in r.files_walked:
+            walked_in.setdefault(f, set()).add(r.configuration)
+        for p, rngs in r.skipped.items():
+            skipped.setdefault((p, r.configuration), []).extend(rngs)
+    unconf = []
+    unanalyzable = {p for p, _ in index.unanalyzable}
+    for p, w in witnessed.items():
+        if p not in walked_in or p in unanalyzable:
+            continue
+        for c in w.candidates:
+            if c.kind not in CONFIRMABLE:
+                continue
+            if (p, c.line, c.kind) in seen or (c.kind == "invocation" and (p, c.line, "call9") in seen):
+                continue
+            configs = walked_in[p]
+            if all(any(a <= c.line <= b for a, b in skipped.get((p, cfg), ())) for cfg in configs):
+                continue  # excluded by the preprocessor in every configuration parsed
+            unconf.append(Unconfirmed(loc=Location(p, c.line, c.column), configurations=frozenset(configs),
+                                      kind=c.kind, name=c.name,
+                                      reason="the syntactic pass found it but the Clang AST has no typed construct there",
+                                      text=c.text))
+    for r in results:
+        for (p, line, col, kind, name, reason) in r.untyped:
+            unconf.append(Unconfirmed(loc=Location(p, line, col), configurations=frozenset({r.configuration}),
+                                      kind=kind, name=name, reason=reason))
+    # an untyped record and a missing one at the same place are one finding
+    by_place: dict = {}
+    for u in _merge_configs(unconf):
+        by_place.setdefault((u.loc.path, u.loc.line, u.kind), u)
+    index.unconfirmed = sorted(by_place.values(), key=sort_key)
+    index.hip_sources = sorted(index.hip_sources, key=sort_key)
+    index.rust_gates = sorted(index.rust_gates, key=sort_key)
+    index.unanalyzable = sorted(set(index.unanalyzable))
