@@ -17,7 +17,7 @@ sources are parsed as C++ with their keywords defined away.  With
 ``compile_commands.json`` the recorded flags of the file are used instead
 (its include and define flags only; stubs still come last).
 
-A precompiled prelude (the standard headers the stubs use, plus the stubs) is
+A precompiled prelude (the standard headers the stubs and engines use) is
 built once per argument set into the cache directory and passed with
 ``-include-pch``; it cuts per-file parse time several-fold.  It adds two
 spurious ``__va_list_tag`` diagnostics per file, which are filtered.
@@ -154,7 +154,7 @@ def cindex():
 
 # CXBinaryOperatorKind / CXUnaryOperatorKind (libclang 17+)
 _BINOPS = {11: "<", 12: ">", 13: "<=", 14: ">=", 15: "==", 16: "!=", 17: "&", 18: "^", 19: "|", 20: "&&", 21: "||", 22: "="}
-_UNOPS = {9: "!", 8: "~"}
+_UNOPS = {10: "!", 9: "~"}
 
 
 class _SkippedRanges(ctypes.Structure):
@@ -434,10 +434,10 @@ def stub_digest() -> str:
 
 
 def prelude_text() -> str:
+    # Standard headers only: the stubs are small, and keeping them out of the
+    # prelude means a tree with its own (real or different) MLX headers can
+    # never clash with a precompiled copy of ours.
     lines = [f"#include <{h}>" for h in PRELUDE_STD_HEADERS]
-    mlx = STUBS_DIR / "mlx" / "mlx.h"
-    if mlx.is_file():
-        lines.append("#include <mlx/mlx.h>")
     return "\n".join(lines) + "\n"
 
 
@@ -1625,8 +1625,7 @@ class _Walker:
                             i = hctx.info.params.index(e.source_input)
                             if i < len(call_args):
                                 a = self.strip(call_args[i])
-                                e = _replace(e, source_input=self._root_name(a) or self.text(a),
-                                             from_parameter=self._is_param(a, ctx))
+                                e = _replace(e, source_input=self._root_name(a) or self.text(a))
                         entries.append(_replace(e, how="helper" if e.how in ("inline", "initializer") else e.how))
                 continue
             if x.kind == K.LAMBDA_EXPR:
@@ -1713,6 +1712,10 @@ class _Walker:
                     return True, None, "scalar"
                 # an array built from one C++ scalar has that scalar's fixed dtype
                 if len(real) == 1 and real[0].type.get_canonical().kind.name in _ARITHMETIC:
+                    return True, None, "scalar"
+                # ... and so has one built from a braced list of C++ scalars
+                if len(real) == 1 and real[0].kind == K.INIT_LIST_EXPR and all(
+                        self.strip(x).type.get_canonical().kind.name in _ARITHMETIC for x in real[0].get_children()):
                     return True, None, "scalar"
                 if len(real) == 1:
                     return self._fixed_dtype(real[0], ctx, depth + 1)
