@@ -1843,6 +1843,12 @@ class _Walker:
                     st = stmts[0]
                     top = st if st.kind != K.RETURN_STMT else next(iter(st.get_children()), None)
                     fwd = top is not None and self.strip(top) == c
+                    # ... and it passes the wrapper's own parameters through
+                    params = {p.get_usr() for p in fn.get_children() if p.kind == K.PARM_DECL}
+                    for a in list(c.get_children())[1:]:
+                        a = self.strip(a)
+                        if not (a.kind == K.DECL_REF_EXPR and a.referenced is not None and a.referenced.get_usr() in params):
+                            fwd = False
         loc = self.loc(c)
         self.res.seam_calls.append(SeamCall(loc=loc, configurations=frozenset({self.job.configuration}), name=decl.spelling,
                                             language="cpp", is_forwarding=fwd,

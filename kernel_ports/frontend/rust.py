@@ -263,8 +263,20 @@ def _is_boolean_shape(node) -> bool:
 
 
 def _is_forwarding(fn_node, call) -> bool:
-    """The call is all a wrapper function does (possibly inside `unsafe { }`)."""
+    """The call is all a wrapper function does (possibly inside `unsafe { }`),
+    passing its own parameters through."""
     if fn_node is None:
+        return False
+    params = fn_node.child_by_field_name("parameters")
+    names = set()
+    if params is not None:
+        for p in params.named_children:
+            pat = p.child_by_field_name("pattern")
+            if pat is not None:
+                names.add(_t(pat))
+    args = call.child_by_field_name("arguments")
+    passed = [a for a in (args.named_children if args is not None else []) if a.type not in ("line_comment", "block_comment")]
+    if any(_t(a) not in names for a in passed):
         return False
     body = fn_node.child_by_field_name("body")
     if body is None:
