@@ -1,0 +1,109 @@
+"""The sample engine end to end, the cache, and the fail-closed paths (KP901/KP902)."""
+
+import os
+import time
+
+import pytest
+
+from helpers import files_under, make_registry, write_tree
+from kernel_ports.index import build_index
+
+
+def test_every_table_slot_resolves_to_factory_calls(engine_index, engine_registry):
+    assert engine_index.unanalyzable == [] and engine_index.unconfirmed == []
+    names = {t.name for t in engine_index.port_tables}
+    assert names == {k.table for k in engine_registry.kernels}
+    for t in engine_index.port_tables:
+        kernel = engine_registry.kernel_for_table(t.name)
+        for backend, slot in t.slots.items():
+            assert (slot is None) == (kernel.port(backend) is None), (t.name, backend)
+            if slot is not None:
+                assert slot.accessor == kernel.port(backend)
+                assert slot.resolved and {f.backend for f in slot.factory_calls} == {backend}, (t.name, backend)
+        assert t.rocm_any_wave_size == kernel.rocm_any_wave_size
+
+
+def test_every_selector_call_resolves_to_registry_tables(engine_index, engine_registry):
+    for s in engine_index.selector_calls:
+        assert "unknown" not in s.tables
+        for table in s.tables:
+            k = engine_registry.kernel_for_table(table)
+            assert (s.entry_point, s.fallback) in {(d.entry_point, d.fallback) for d in k.dispatch}
+
+
+def test_every_invocation_resolves_to_tables_and_args(engine_index):
+    assert engine_index.invocations
+    for inv in engine_index.invocations:
+        assert inv.selector_calls and "unknown" not in inv.tables, inv.loc
+        assert inv.template_args_resolved and inv.template_args, inv.loc
+        assert all(e.name for e in inv.template_args)
+
+
+def test_predicates_and_backend_tests(engine_index, engine_registry):
+    for k in engine_registry.kernels:
+        for p in k.predicates:
+            (pred,) = [x for x in engine_index.predicates if x.name == p]
+            assert k.table in pred.tables and not pred.backend_queries
+    helpers = set(engine_registry.conventions.helper_files)
+    for b in engine_index.backend_tests:
+        assert b.loc.path in helpers or b.origin == "compile_time", b
+
+
+def test_rust_and_seams(engine_index):
+    assert engine_index.rust_gates
+    assert any(s.language == "rust" for s in engine_index.seam_calls)
+    assert any(s.language == "cpp" and s.is_declaration for s in engine_index.seam_calls)
+
+
+def test_warm_cache_reuses_every_parse(engine_index, engine_registry):
+    t0 = time.perf_counter()
+    warm = build_index(engine_registry, files_under(engine_registry.root), cache_dir=engine_index._test_cache_dir)
+    elapsed = time.perf_counter() - t0
+    assert all(q.cached for q in warm.parse_quality)
+    assert warm.to_json() == {**engine_index.to_json(), "files": warm.to_json()["files"]}
+    assert elapsed < 5  # generous: the real budget is a benchmark, not a test
+
+
+MISMATCH_API = r'''#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+namespace mlx::core {
+struct Dtype { int v; };
+inline constexpr Dtype float32{0};
+class array { public: array(float); Dtype dtype() const; };
+namespace fast {
+// one parameter short of MLX's nine: every launch below fails to type
+using CustomKernelFunction = std::function<std::vector<array>(const std::vector<array>&, int, int, int, int, int, int, bool)>;
+CustomKernelFunction metal_kernel(const std::string& name, const std::vector<std::string>& in,
+                                  const std::vector<std::string>& out, const std::string& source);
+}
+}
+'''
+
+MISMATCH_CPP = r'''#include "api.h"
+using namespace mlx::core;
+std::vector<array> run(fast::CustomKernelFunction& k, const array& x) {
+  return k({x}, 1, 2, 3, 4, 5, 6, false, 7);
+}
+'''
+
+
+def test_stub_mismatch_is_unconfirmed(tmp_path):
+    write_tree(tmp_path, {"src/api.h": MISMATCH_API, "src/run.cpp": MISMATCH_CPP})
+    reg = make_registry(tmp_path, include_dirs=("src",))
+    idx = build_index(reg, files_under(tmp_path), jobs=1, use_cache=False)
+    assert idx.invocations == []
+    (u,) = idx.unconfirmed
+    assert (u.kind, u.loc.path, u.loc.line) == ("invocation", "src/run.cpp", 4)
+
+
+def test_parser_crash_and_hang_are_unanalyzable(tmp_path, monkeypatch):
+    body = '#include "mlx/mlx.h"\nauto k = mlx::core::fast::metal_kernel("k", {}, {}, "");\n'
+    write_tree(tmp_path, {"src/a.cpp": body, "src/b.cpp": body, "src/c.cpp": body})
+    reg = make_registry(tmp_path)
+    monkeypatch.setenv("KERNEL_PORTS_FE_FAULT", "src/a.cpp=crash;src/b.cpp=hang")
+    idx = build_index(reg, files_under(tmp_path), jobs=2, use_cache=False, timeout=4)
+    reasons = dict(idx.unanalyzable)
+    assert "crashed" in reasons["src/a.cpp"] and "timed out" in reasons["src/b.cpp"]
+    assert "src/c.cpp" not in reasons and [f.loc.path for f in idx.factory_calls] == ["src/c.cpp"]
