@@ -690,10 +690,11 @@ class _Walker:
             dst = self.rel(inc.include) if inc.include else None
             if src and dst:
                 res.includes.append((src, dst))
-        self._find_api_types()
+        top_children = list(self.tu.cursor.get_children())  # one pass over the (large) TU level
+        self._find_api_types(top_children)
         tops = []
         walked = set()
-        for c in self.tu.cursor.get_children():
+        for c in top_children:
             f = c.location.file
             if f is None:
                 continue
@@ -721,7 +722,7 @@ class _Walker:
         self._refusals()
         res.functions = list(self.functions.values())
 
-    def _find_api_types(self):
+    def _find_api_types(self, top_children):
         """Canonical types of CustomKernelFunction (a factory's result), the table type, Dtype."""
         K = self.K
         wanted_fns = {q for q, _ in self.conv.factories} | {self.conv.selector} | set(self.conv.backend_queries)
@@ -733,7 +734,7 @@ class _Walker:
                 prefixes.add("::".join(parts[:i]))
 
         def visit(c, prefix):
-            for ch in c.get_children():
+            for ch in (top_children if c is None else c.get_children()):
                 k = ch.kind
                 if k == K.NAMESPACE:
                     q = f"{prefix}::{ch.spelling}" if prefix else ch.spelling
@@ -755,7 +756,7 @@ class _Walker:
                     else:
                         self.dtype_type = t
 
-        visit(self.tu.cursor, "")
+        visit(None, "")
         if self.kernel_type is None:
             # no factory declared: the selector returns the kernel type by reference
             def visit2(c, prefix):
