@@ -47,7 +47,7 @@ def analyze(registry, options: Options | None = None) -> Result:
     scope = resolve_scope(registry)
     index = build_project_index(registry, scope, options)
     ctx = Context(registry=registry, index=index, scope=scope)
-    raw: list[Finding] = list(scope.findings) + list(index.findings())
+    raw: list[Finding] = list(scope.findings)
     rules_run = []
     for rule in all_rules():
         wanted = [c for c in rule.codes if options.policy.selected(c)]
@@ -63,7 +63,18 @@ def analyze(registry, options: Options | None = None) -> Result:
 def make_summary(registry, scope, index, findings, rules_run) -> dict:
     counts = {"error": sum(f.severity == "error" for f in findings), "warning": sum(f.severity == "warning" for f in findings)}
     checked = {"files_scanned": len(scope.files), "files_unanalyzable": sum(f.rule == "KP901" for f in findings)}
-    checked.update(index.checked_counts())
+    clang_paths = {path for path, _ in index.clang_files}
+    checked.update(
+        {
+            "files_parsed_by_clang": len(clang_paths),
+            "rust_files": sum(f.language == "rust" for f in scope.files),
+            "tables": len(index.port_tables),
+            "launches": len(index.invocations),
+            "selector_calls": len(index.selector_calls),
+            "predicates": len(index.predicates),
+            "rust_gates": len(index.rust_gates),
+        }
+    )
     return {
         "root": str(registry.root),
         "root_uri": registry.root.resolve().as_uri() + "/",

@@ -30,4 +30,19 @@ def all_rules() -> list[Rule]:
     return [cls() for cls in ALL_RULES]
 
 
-ALL_RULES: list[type[Rule]] = []
+def _registered() -> list[type[Rule]]:
+    from kernel_ports.checkers.analysis import FrontEndFailures
+
+    return [FrontEndFailures]
+
+
+class _Rules(list):
+    """Filled on first use, so rule modules can import this package freely."""
+
+    def __iter__(self):
+        if not len(self):
+            self.extend(_registered())
+        return super().__iter__()
+
+
+ALL_RULES: list[type[Rule]] = _Rules()
