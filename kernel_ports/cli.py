@@ -52,6 +52,17 @@ def build_parser() -> argparse.ArgumentParser:
     facts.add_argument("--format", choices=("json",), default="json")
     facts.add_argument("--output", default=None)
 
+    matrix = sub.add_parser("matrix", help="kernels x backends coverage")
+    _common(matrix)
+    matrix.add_argument("--format", choices=("markdown", "html", "json"), default="markdown")
+    matrix.add_argument("--output", default=None)
+
+    status = sub.add_parser("status", help="per-kernel checklist for adding a backend's ports")
+    _common(status)
+    status.add_argument("backend", choices=("rocm",), help="the backend being ported to")
+    status.add_argument("--format", choices=("text", "json"), default="text")
+    status.add_argument("--output", default=None)
+
     explain = sub.add_parser("explain", help="rationale and examples for a rule")
     explain.add_argument("code", nargs="?", help="a rule code; omit to list them all")
     return parser
@@ -118,14 +129,38 @@ def cmd_check(args) -> int:
 def cmd_facts(args) -> int:
     import json
 
+    _, index = _index(args)
+    write_output(json.dumps(index.to_json(), indent=2) + "\n", args.output)
+    return EXIT_CLEAN
+
+
+def _index(args):
     from kernel_ports.project import build_project_index
     from kernel_ports.scope import resolve_scope
 
     _check_run_args(args)
     registry = _load(args)
-    scope = resolve_scope(registry)
-    index = build_project_index(registry, scope, _options(args))
-    write_output(json.dumps(index.to_json(), indent=2) + "\n", args.output)
+    return registry, build_project_index(registry, resolve_scope(registry), _options(args))
+
+
+def cmd_matrix(args) -> int:
+    from kernel_ports.coverage import matrix_rows, render_matrix
+
+    registry, index = _index(args)
+    write_output(render_matrix(matrix_rows(registry, index), args.format), args.output)
+    return EXIT_CLEAN
+
+
+def cmd_status(args) -> int:
+    from kernel_ports.coverage import render_checklist, rocm_checklist
+    from kernel_ports.findings import Policy
+    from kernel_ports.project import analyze
+
+    _check_run_args(args)
+    registry = _load(args)
+    result = analyze(registry, _options(args, Policy(severity=registry.severity)))
+    checklist = rocm_checklist(registry, result.index, result.findings)
+    write_output(render_checklist(checklist, args.format), args.output)
     return EXIT_CLEAN
 
 
@@ -146,7 +181,7 @@ def cmd_explain(args) -> int:
     return EXIT_CLEAN
 
 
-COMMANDS = {"check": cmd_check, "facts": cmd_facts, "explain": cmd_explain}
+COMMANDS = {"check": cmd_check, "facts": cmd_facts, "matrix": cmd_matrix, "status": cmd_status, "explain": cmd_explain}
 
 
 def main(argv=None) -> int:

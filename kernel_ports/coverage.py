@@ -1,0 +1,154 @@
+"""Views for people adding ports: the kernels × backends matrix and the
+per-kernel ROCm checklist.
+
+Both are built from the registry and the project index (code is the truth;
+the registry column says what was reviewed), and from the findings of the
+rules that judge an item, so the checklist can never disagree with `check`.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import asdict, dataclass
+
+from kernel_ports.registry.model import BACKENDS
+
+
+@dataclass(frozen=True)
+class KernelRow:
+    kernel: str
+    table: str
+    file: str
+    ports: dict  # backend -> accessor in code (None: no port)
+    registry_ports: dict  # backend -> accessor in the registry
+    rocm_any_wave_size: bool
+    predicates: tuple
+    dispatch_sites: tuple  # "path:line entry_point -> fallback"
+    in_code: bool
+    in_registry: bool
+
+
+def matrix_rows(registry, index) -> list[KernelRow]:
+    rows = []
+    seen = set()
+    for table in sorted(index.port_tables, key=lambda t: (t.file, t.name)):
+        kernel = registry.kernel_for_table(table.qualified_name) or registry.kernel_for_table(table.name)
+        seen.add(kernel.name if kernel else None)
+        rows.append(
+            KernelRow(
+                kernel=kernel.name if kernel else table.name,
+                table=table.name,
+                file=table.file,
+                ports={b: (table.slots.get(b).accessor if table.slots.get(b) else None) for b in BACKENDS},
+                registry_ports=dict(kernel.ports) if kernel else {b: None for b in BACKENDS},
+                rocm_any_wave_size=table.rocm_any_wave_size,
+                predicates=tuple(sorted({p.name for p in index.predicates if table.name in p.tables})),
+                dispatch_sites=tuple(
+                    f"{s.loc.path}:{s.loc.line} {s.entry_point} -> {s.fallback}"
+                    for s in sorted(index.selector_calls, key=lambda s: s.loc)
+                    if table.name in s.tables
+                ),
+                in_code=True,
+                in_registry=kernel is not None,
+            )
+        )
+    for kernel in registry.kernels:
+        if kernel.name not in seen:
+            rows.append(
+                KernelRow(kernel.name, kernel.table, kernel.file, {b: None for b in BACKENDS}, dict(kernel.ports), kernel.rocm_any_wave_size, kernel.predicates, (), False, True)
+            )
+    return rows
+
+
+def render_matrix(rows: list[KernelRow], fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps({"version": 1, "backends": list(BACKENDS), "kernels": [asdict(r) for r in rows]}, indent=2) + "\n"
+    header = ["kernel", "table", *BACKENDS, "any-wave", "predicates", "dispatch sites"]
+
+    def cells(r: KernelRow) -> list[str]:
+        ports = []
+        for b in BACKENDS:
+            mark = "yes" if r.ports[b] else "—"
+            if bool(r.ports[b]) != bool(r.registry_ports.get(b)) or not r.in_code:
+                mark += " (registry differs)"
+            ports.append(mark)
+        status = "" if r.in_registry else " (not in registry)"
+        status = status if r.in_code else " (not in code)"
+        return [r.kernel + status, r.table, *ports, "yes" if r.rocm_any_wave_size else "no", ", ".join(r.predicates) or "—", "; ".join(r.dispatch_sites) or "—"]
+
+    if fmt == "html":
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells(r)) + "</tr>\n" for r in rows)
+        return f"<!doctype html>\n<meta charset=\"utf-8\">\n<title>kernel ports</title>\n<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}</tbody>\n</table>\n"
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in cells(r)) + " |" for r in rows]
+    totals = {b: sum(bool(r.ports[b]) for r in rows) for b in BACKENDS}
+    lines.append("")
+    lines.append(f"{len(rows)} kernels; ports: " + ", ".join(f"{b} {n}" for b, n in totals.items()))
+    return "\n".join(lines) + "\n"
+
+
+# -- the ROCm checklist -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Item:
+    name: str
+    done: bool
+    detail: str
+
+
+def rocm_checklist(registry, index, findings) -> dict:
+    """kernel name -> [Item]; `findings` are those of `check` on the same tree."""
+    by_kernel: dict = {}
+    for row in matrix_rows(registry, index):
+        table = index.table(row.table) if row.in_code else None
+        slot = table.slots.get("rocm") if table else None
+        factories = [f for f in (slot.factory_calls if slot else ()) if f.backend == "rocm"]
+        hip_names = sorted({n for f in factories for n in (*f.source_constants, *f.header_constants)})
+        hip_found = [n for n in hip_names if index.hip_source(n)]
+        kernel = registry.kernel_for_table(row.table)
+        own = [f for f in findings if f.kernel == row.kernel or (table and f.path == table.file)]
+        dtype_problems = [f for f in own if f.rule in ("KP201", "KP202") and f.kernel == row.kernel]
+        lane_problems = [f for f in own if f.rule == "KP105"]
+        invocations = [i for i in index.invocations if row.table in i.tables]
+        items = [
+            Item("HIP source constant", bool(hip_found), ", ".join(hip_found) or "no raw-string HIP body reached from a rocm factory"),
+            Item("holder calling hip_kernel", bool(factories), ", ".join(f"{f.loc.path}:{f.loc.line}" for f in factories) or "no hip_kernel call reached"),
+            Item("table slot .rocm", slot is not None, slot.accessor if slot else "the .rocm slot is null"),
+            Item("predicate reads the table", bool(row.predicates), ", ".join(row.predicates) or "no predicate calls has_kernel_port on this table"),
+            Item(
+                "dtype keys on every invocation",
+                bool(invocations) and not dtype_problems,
+                f"{len(invocations)} invocation(s)" + (f"; {len(dtype_problems)} finding(s): " + "; ".join(f"{f.path}:{f.line} {f.rule}" for f in dtype_problems) if dtype_problems else ""),
+            ),
+            Item(
+                "wave-size decision",
+                slot is not None and not lane_problems,
+                ("marked rocm_any_wave_size" if row.rocm_any_wave_size else "wave32 only (unmarked)") + ("; lane operations found (KP105)" if lane_problems else ""),
+            ),
+            Item(
+                "registry entry",
+                kernel is not None and kernel.port("rocm") == (slot.accessor if slot else None) and kernel.rocm_any_wave_size == row.rocm_any_wave_size,
+                f"{kernel.where.path}:{kernel.where.line}" if kernel else "not in the registry",
+            ),
+        ]
+        by_kernel[row.kernel] = items
+    return by_kernel
+
+
+def render_checklist(checklist: dict, fmt: str) -> str:
+    if fmt == "json":
+        doc = {k: [asdict(i) for i in items] for k, items in checklist.items()}
+        return json.dumps({"version": 1, "backend": "rocm", "kernels": doc}, indent=2) + "\n"
+    lines = []
+    complete = 0
+    for kernel, items in checklist.items():
+        done = sum(i.done for i in items)
+        complete += done == len(items)
+        lines.append(f"{kernel}: {done}/{len(items)}")
+        for item in items:
+            lines.append(f"  [{'x' if item.done else ' '}] {item.name}: {item.detail}")
+    lines.append(f"{complete} of {len(checklist)} kernels have a complete ROCm port")
+    return "\n".join(lines) + "\n"
