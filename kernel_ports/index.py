@@ -410,7 +410,7 @@ def build_index(registry, files, *, jobs: int = 2, use_cache: bool = True, cache
     cpp_files = [f for f in files if wit.is_cpp_file(f.path)]
     rust_files = [f for f in files if f.path.endswith(".rs")]
     index.files_scanned = [f.path for f in cpp_files + rust_files]
-    names_key = _sha(repr(names).encode())[:16]
+    names_key = _sha(names.stable_repr().encode())[:16]
     seams = [s.name for s in registry.conventions.test_seams]
 
     # ---- 1. witness + Rust (cached by content)
@@ -582,7 +582,11 @@ def _merge_configs(facts: list) -> list:
     """One fact per distinct content, its configurations the union."""
     out: dict = {}
     for f in facts:
-        k = (type(f).__name__, repr(to_jsonable(dataclasses.replace(f, configurations=frozenset()))))
+        k = dataclasses.replace(f, configurations=frozenset())
+        try:
+            hash(k)  # frozen facts compare by value; a few hold unhashable parts
+        except TypeError:
+            k = (type(f).__name__, repr(to_jsonable(k)))
         if k in out:
             out[k] = dataclasses.replace(out[k], configurations=out[k].configurations | f.configurations)
         else:

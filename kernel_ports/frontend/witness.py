@@ -92,6 +92,20 @@ class WitnessNames:
     seams: frozenset
     predicates: frozenset
 
+    def stable_repr(self) -> str:
+        """The same text in every process (set order varies with hash seeds), for cache keys."""
+        return repr(
+            (
+                sorted(self.factories.items()),
+                self.selector,
+                self.has_port,
+                self.table_type,
+                sorted(self.backend_queries),
+                sorted(self.seams),
+                sorted(self.predicates),
+            )
+        )
+
     @classmethod
     def from_registry(cls, registry) -> "WitnessNames":
         conv = registry.conventions

@@ -58,25 +58,28 @@ def schema() -> dict:
 # -- pass 1: YAML with lines -------------------------------------------------
 
 
-def _to_python(node, dotted: str, lines: dict):
-    """Plain data from a composed node, recording each dotted key's line."""
+# libyaml's loader when the wheel has it: the registry is read on every run.
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _record_lines(node, dotted: str, lines: dict, path) -> None:
+    """Record the line of every dotted key below a composed node."""
     lines.setdefault(dotted, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
-        out = {}
+        seen = set()
         for key_node, value_node in node.value:
             if not isinstance(key_node, yaml.ScalarNode):
-                raise RegistryError(lines["__file__"], key_node.start_mark.line + 1, dotted or "<top>", "keys must be plain scalars")
+                raise RegistryError(path, key_node.start_mark.line + 1, dotted or "<top>", "keys must be plain scalars")
             key = str(key_node.value)
             child = f"{dotted}.{key}" if dotted else key
-            if key in out:
-                raise RegistryError(lines["__file__"], key_node.start_mark.line + 1, child, "duplicate key")
+            if key in seen:
+                raise RegistryError(path, key_node.start_mark.line + 1, child, "duplicate key")
+            seen.add(key)
             lines[child] = key_node.start_mark.line + 1
-            out[key] = _to_python(value_node, child, lines)
-        return out
-    if isinstance(node, yaml.SequenceNode):
-        return [_to_python(item, f"{dotted}[{i}]", lines) for i, item in enumerate(node.value)]
-    # Scalars: let the safe loader resolve the tag (bools, ints, null).
-    return yaml.safe_load(yaml.serialize(node))
+            _record_lines(value_node, child, lines, path)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _record_lines(item, f"{dotted}[{i}]", lines, path)
 
 
 def _read_yaml(path: Path) -> tuple[dict, dict]:
@@ -88,18 +91,19 @@ def _read_yaml(path: Path) -> tuple[dict, dict]:
         raise RegistryError(path, 0, "", f"not UTF-8 text ({exc.reason})") from None
     except OSError as exc:
         raise RegistryError(path, 0, "", f"cannot read registry ({exc.strerror})") from None
-    lines: dict = {"__file__": str(path)}
+    lines: dict = {}
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = yaml.compose(text, Loader=_Loader)
+        if node is not None and isinstance(node, yaml.MappingNode):
+            _record_lines(node, "", lines, path)
+        data = yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         line = mark.line + 1 if mark else 0
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise RegistryError(path, line, "", f"malformed YAML: {problem}") from None
-    if node is None or not isinstance(node, yaml.MappingNode):
+    if node is None or not isinstance(node, yaml.MappingNode) or not isinstance(data, dict):
         raise RegistryError(path, 1, "", "the registry must be a YAML mapping")
-    data = _to_python(node, "", lines)
-    del lines["__file__"]
     return data, lines
 
 
