@@ -448,6 +448,12 @@ def _blank_line_before(seq, index: int) -> None:
     seq.ca.items[index] = [None, [CommentToken("\n", CommentMark(0), None)], None, None]
 
 
+def _block(seq) -> None:
+    """An empty flow list (`[]`) that gains items is written as a block list."""
+    if len(seq) == 0 and seq.fa.flow_style():
+        seq.fa.set_block_style()
+
+
 def _set(mapping, key, value, after=None):
     """Set a key, adding it after `after` (or at the end) when missing."""
     if key in mapping:
@@ -522,6 +528,8 @@ def compute_sync(registry, index, scope) -> SyncResult:
             for reg_entry in sorted(diff.missing, key=lambda d: -pos[id(d)]):
                 del seq[pos[id(reg_entry)]]
                 result.changes.append(f"{kernel.name}: dispatch {reg_entry.entry_point!r}/{reg_entry.fallback!r} removed")
+            if diff.extra:
+                _block(seq)
             for site in diff.extra:
                 item = CommentedMap()
                 strings = _dispatch_strings(seq)
@@ -575,6 +583,8 @@ def compute_sync(registry, index, scope) -> SyncResult:
         result.changes.append(f"{registry.kernels[i].name}: removed (table {registry.kernels[i].table} is gone)")
 
     # kernels new in the code
+    if unmatched:
+        _block(docs_kernels)
     taken = {k.name for k in registry.kernels}
     for ck in unmatched:
         base, n = ck.name, 2
@@ -586,7 +596,7 @@ def compute_sync(registry, index, scope) -> SyncResult:
         files = [k.get("file") for k in docs_kernels]
         at = max((j for j, f in enumerate(files) if f == ck.file), default=len(files) - 1) + 1
         docs_kernels.insert(at, item)
-        if at > 0 or len(docs_kernels) > 1:
+        if at > 0:
             _blank_line_before(docs_kernels, at)
         result.changes.append(f"{ck.name}: added (table {ck.table} in {ck.file})")
 
@@ -599,12 +609,14 @@ def compute_sync(registry, index, scope) -> SyncResult:
             keys = list(doc.keys())
             anchor = next((k for k in ("conventions", "backends", "compile", "sources", "root") if k in keys), None)
             doc.insert(keys.index(anchor) + 1 if anchor else len(keys), "launchers", seq)
+        if new:
+            _block(seq)
         for i, path in sorted(gone, reverse=True):
             del seq[i]
             result.changes.append(f"launchers: {path} removed")
         was_sorted = list(seq) == sorted(seq)
         for path, _ in new:
-            value = _styled(path, list(seq))
+            value = _styled(path, list(seq) or [_DQ("")])
             if was_sorted:
                 at = next((j for j, p in enumerate(seq) if str(p) > path), len(seq))
                 seq.insert(at, value)
