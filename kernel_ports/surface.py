@@ -18,7 +18,8 @@ Values that mirror code:
 * the any-wave mark and, when marked, the pinned HIP source: the source
   constant(s) the `.rocm` slot's ROCm factory calls compile (header arguments
   excluded), joined with ", " when there are several;
-* predicates: functions that call `has_kernel_port` on the table;
+* predicates: functions returning bool that call `has_kernel_port` on the
+  table;
 * launcher files: files holding a factory call or a kernel invocation.
 """
 
@@ -175,6 +176,8 @@ def code_surface(index, scope=None) -> Surface:
 
     preds_by_table: dict = {}
     for p in sorted(index.predicates, key=lambda p: (p.loc.path, p.loc.line, p.loc.column)):
+        if not getattr(p, "returns_bool", True):
+            continue  # consults has_kernel_port (a launcher branching on it) but is no support predicate
         for t in p.tables:
             bucket = preds_by_table.setdefault(t.split("::")[-1], [])
             if p.name not in bucket:

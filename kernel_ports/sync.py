@@ -170,7 +170,7 @@ def infer_helper_files(registry, index, scope) -> tuple:
         q = info.qualified_name
         if info.loc is None or info.loc.path not in in_scope:
             continue
-        if any(q == w or q.split("::")[-1] == w.split("::")[-1] and q.endswith(w.split("::", 1)[-1]) for w in wanted):
+        if any(q == w or ("::" not in w and q.split("::")[-1] == w) for w in wanted):
             found.add(info.loc.path)
     for path in list(found):
         stem = PurePosixPath(path)

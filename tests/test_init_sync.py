@@ -194,6 +194,23 @@ def test_sync_check_prints_a_diff_and_exits_1_on_drift(make, kp):
     assert copy.registry_path.read_bytes() == before  # --check never writes
 
 
+@pytest.mark.parametrize(
+    "function, listed",
+    [
+        ("bool top_k_ready() {\n  return has_kernel_port(top_k_ports());\n}\n", True),
+        ("int top_k_port_count() {\n  return has_kernel_port(top_k_ports()) ? 1 : 0;\n}\n", False),
+    ],
+    ids=["bool-predicate", "non-bool-function"],
+)
+def test_sync_lists_only_bool_predicates(make, kp, function, listed):
+    copy = make(Mutation(SAMPLING, "array top_k_indices(", function + "\narray top_k_indices("))
+    code, out, err = kp("sync", "--check", *sync_args(copy))
+    if listed:
+        assert code == 1 and '+    predicates: ["top_k_available", "top_k_ready"]' in out, out + err
+    else:
+        assert (code, out) == (0, ""), out + err
+
+
 # --------------------------------------------------------------------------
 # sync --write
 # --------------------------------------------------------------------------
