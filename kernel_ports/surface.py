@@ -166,7 +166,7 @@ def code_surface(index, scope=None) -> Surface:
     for s in sorted(index.selector_calls, key=lambda s: (s.loc.path, s.loc.line, s.loc.column)):
         site = _site(s)
         known = [t for t in s.tables if t != UNKNOWN_TABLE]
-        if UNKNOWN_TABLE in s.tables or not known:
+        if not known:  # a call resolved to some tables is judged under them
             if site not in surface.unresolved_selectors:
                 surface.unresolved_selectors.append(site)
         for t in known:

@@ -477,7 +477,6 @@ def _prev_key(mapping, key):
 
 
 def compute_sync(registry, index, scope) -> SyncResult:
-    from ruamel.yaml import YAML  # noqa: F401  (import error surfaces here, not mid-write)
     from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
     old = Path(registry.path).read_text(encoding="utf-8")
