@@ -63,6 +63,33 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("--format", choices=("text", "json"), default="text")
     status.add_argument("--output", default=None)
 
+    init = sub.add_parser("init", help="write a registry for a tree that has none")
+    init.add_argument("--root", required=True, help="source tree to describe")
+    init.add_argument("--output", default=None, help="write the registry here (default: stdout)")
+    init.add_argument("--force", action="store_true", help="overwrite --output if it exists")
+    init.add_argument("--include", action="append", default=[], metavar="GLOB", help="source glob under the root (repeatable; default **)")
+    init.add_argument("--exclude", action="append", default=[], metavar="GLOB", help="glob to leave out (repeatable)")
+    init.add_argument("--define", action="append", default=[], metavar="NAME[=VALUE]", help="define for every parse (repeatable)")
+    init.add_argument("--include-dir", action="append", default=[], metavar="DIR", help="include directory, relative to the root or absolute (repeatable)")
+    init.add_argument("--config", action="append", default=[], metavar="NAME=DEF,...", help="a build configuration: its defines (repeatable)")
+    init.add_argument("--std", default="c++20", help="C++ standard for the Clang front end (default c++20)")
+    init.add_argument("--helper-file", action="append", default=None, metavar="PATH", help="helper file (repeatable; default: inferred from the code)")
+    init.add_argument("--test-seam", action="append", default=None, metavar="NAME", help="test seam function (repeatable; default set_rocm_port_warp_size_for_tests)")
+    init.add_argument("--table-type", default=None, help="port-table type (default mlxcel::KernelPorts)")
+    init.add_argument("--selector", default=None, help="selector function (default mlxcel::select_kernel_port)")
+    init.add_argument("--has-port", default=None, help="port test function (default mlxcel::has_kernel_port)")
+    init.add_argument("--backend-query", action="append", default=[], metavar="NAME", help="backend query or availability test (repeatable; replaces the defaults)")
+    init.add_argument("--jobs", type=int, default=max(1, min(2, os.cpu_count() or 1)), help="parser processes")
+    init.add_argument("--no-cache", action="store_true", help="parse everything afresh")
+    init.add_argument("--compile-commands", default=None, help="compile_commands.json to take flags from")
+
+    sync = sub.add_parser("sync", help="compare the registry with the code (--check) or refresh it (--write)")
+    _common(sync)
+    mode = sync.add_mutually_exclusive_group()
+    mode.add_argument("--check", dest="mode", action="store_const", const="check", help="print the diff; exit 1 if there is one (default)")
+    mode.add_argument("--write", dest="mode", action="store_const", const="write", help="rewrite the registry in place, atomically")
+    sync.set_defaults(mode="check")
+
     explain = sub.add_parser("explain", help="rationale and examples for a rule")
     explain.add_argument("code", nargs="?", help="a rule code; omit to list them all")
     return parser
@@ -164,6 +191,80 @@ def cmd_status(args) -> int:
     return EXIT_CLEAN
 
 
+def cmd_init(args) -> int:
+    from kernel_ports.sync import InitOptions, SyncError, build_init, write_atomically
+
+    _check_run_args(args)
+    if args.output is not None:
+        target = Path(args.output)
+        if target.is_dir():
+            raise UsageError(f"kernel-ports: --output: is a directory: {args.output}")
+        if target.exists() and not args.force:
+            raise UsageError(f"kernel-ports: --output: {args.output} exists; pass --force to overwrite it, or use `kernel-ports sync`")
+        if not target.parent.is_dir() and str(target.parent):
+            raise UsageError(f"kernel-ports: --output: no such directory: {target.parent}")
+    opts = InitOptions(
+        root=args.root, output=args.output, include=tuple(args.include), exclude=tuple(args.exclude),
+        defines=tuple(args.define), include_dirs=tuple(args.include_dir), configurations=tuple(args.config), std=args.std,
+        compile_commands=args.compile_commands,
+        helper_files=tuple(args.helper_file) if args.helper_file is not None else None,
+        test_seams=tuple(args.test_seam) if args.test_seam is not None else None,
+        table_type=args.table_type, selector=args.selector, has_port=args.has_port,
+        backend_queries=tuple(args.backend_query))
+    try:
+        text, notes = build_init(opts, jobs=args.jobs, use_cache=not args.no_cache)
+    except SyncError as exc:
+        raise UsageError(str(exc)) from None
+    for note in notes:
+        print(f"kernel-ports: init: {note}", file=sys.stderr)
+    if args.output is None:
+        sys.stdout.write(text)
+        return EXIT_CLEAN
+    try:
+        write_atomically(Path(args.output), text)
+    except OSError as exc:
+        raise UsageError(f"kernel-ports: --output: cannot write {args.output}: {exc.strerror}") from None
+    print(f"kernel-ports: init: wrote {args.output}", file=sys.stderr)
+    return EXIT_CLEAN
+
+
+def cmd_sync(args) -> int:
+    from kernel_ports.project import build_project_index
+    from kernel_ports.scope import resolve_scope
+    from kernel_ports.sync import SyncError, compute_sync, validate_text, write_atomically
+
+    _check_run_args(args)
+    registry = _load(args)
+    scope = resolve_scope(registry)
+    index = build_project_index(registry, scope, _options(args))
+    try:
+        result = compute_sync(registry, index, scope)
+        if result.changed:
+            validate_text(result.new, registry)
+    except SyncError as exc:
+        raise UsageError(str(exc)) from None
+    for note in result.notes:
+        print(f"kernel-ports: sync: {note}", file=sys.stderr)
+    name = str(registry.path)
+    if args.mode == "write":
+        if result.changed:
+            try:
+                write_atomically(registry.path, result.new)
+            except OSError as exc:
+                raise UsageError(f"kernel-ports: sync: cannot write {name}: {exc.strerror}") from None
+            print(f"kernel-ports: sync: updated {name} ({len(result.changes)} change(s))", file=sys.stderr)
+        else:
+            print(f"kernel-ports: sync: {name} already matches the code", file=sys.stderr)
+        return EXIT_CLEAN
+    if not result.changed:
+        print(f"kernel-ports: sync: {name} matches the code", file=sys.stderr)
+        return EXIT_CLEAN
+    sys.stdout.write(result.diff(name))
+    print(f"kernel-ports: sync: {name} differs from the code ({len(result.changes)} change(s)); "
+          "run `kernel-ports sync --write` and review the diff", file=sys.stderr)
+    return EXIT_FINDINGS
+
+
 def cmd_explain(args) -> int:
     from kernel_ports.explain import explain_text
     from kernel_ports.findings import RULES
@@ -181,7 +282,15 @@ def cmd_explain(args) -> int:
     return EXIT_CLEAN
 
 
-COMMANDS = {"check": cmd_check, "facts": cmd_facts, "matrix": cmd_matrix, "status": cmd_status, "explain": cmd_explain}
+COMMANDS = {
+    "check": cmd_check,
+    "facts": cmd_facts,
+    "init": cmd_init,
+    "sync": cmd_sync,
+    "matrix": cmd_matrix,
+    "status": cmd_status,
+    "explain": cmd_explain,
+}
 
 
 def main(argv=None) -> int:

@@ -280,6 +280,7 @@ class Predicate(Fact):
     calls: tuple  # every function called (qualified names)
     default_device_check: bool
     unresolved_tables: bool = False  # a has_kernel_port argument could not be resolved
+    returns_bool: bool = True  # False: a function that consults has_kernel_port but answers no yes/no question
 
 
 # --------------------------------------------------------------------------

@@ -32,8 +32,17 @@ def all_rules() -> list[Rule]:
 
 def _registered() -> list[type[Rule]]:
     from kernel_ports.checkers.analysis import FrontEndFailures
+    from kernel_ports.checkers.drift import (
+        DispatchMismatch,
+        KernelNotInCode,
+        LauncherScopeDrift,
+        SlotMismatch,
+        TableNotInRegistry,
+        WavePinMismatch,
+    )
 
-    return [FrontEndFailures]
+    return [FrontEndFailures, TableNotInRegistry, KernelNotInCode, SlotMismatch, DispatchMismatch, WavePinMismatch,
+            LauncherScopeDrift]
 
 
 class _Rules(list):

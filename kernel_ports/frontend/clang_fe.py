@@ -230,6 +230,7 @@ class FunctionInfo:
     template_params: tuple = ()
     returns_ref: Optional[str] = None  # canonical type returned by reference
     returns_kernel_ref: bool = False
+    returns_bool: bool = False  # the result type is bool (a support predicate answers with one)
     is_method_of: Optional[str] = None  # class qualified name
     calls: list = field(default_factory=list)  # CallEdge
     factory_calls: list = field(default_factory=list)  # (FactoryCall, guards)
@@ -851,6 +852,7 @@ class _Walker:
             template_params=tuple(tparams),
             returns_ref=ref,
             returns_kernel_ref=bool(ref and self.kernel_type and ref == self.kernel_type),
+            returns_bool=rt.get_canonical().kind == self.ci.TypeKind.BOOL,
             is_method_of=self.qname(parent) if parent is not None and parent.kind in (K.STRUCT_DECL, K.CLASS_DECL, K.CLASS_TEMPLATE) else None,
         )
         self.functions[usr] = info
@@ -2106,6 +2108,7 @@ class _Walker:
                     loc=info.loc, configurations=frozenset({self.job.configuration}), name=info.name,
                     qualified_name=info.qualified_name, usr=info.usr,
                     has_port_calls=len(info.has_port_args), backend_queries=tuple(info.backend_queries),
+                    returns_bool=info.returns_bool,
                     calls=tuple(sorted({e.callee for e in info.calls})),
                     default_device_check=info.calls_default_device),
                 table_refs=tuple(info.has_port_args)))
