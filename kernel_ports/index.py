@@ -476,7 +476,10 @@ def build_index(registry, files, *, jobs: int = 2, use_cache: bool = True, cache
                 jobs_wanted.append((tu, conf))
 
     # ---- 3. Clang parses (cache, prelude, pool)
-    comp_key = _sha(repr((registry.compile.std, registry.compile.defines, tuple(map(str, registry.compile.include_dirs)),
+    # Include dirs inside the root are keyed relative to it, so a moved or
+    # copied tree (a CI checkout, a test's mutated copy) reuses its parses.
+    include_key = tuple(str(d) if (r := _relative_dir(d, root)) is None else f"<root>/{r}" for d in registry.compile.include_dirs)
+    comp_key = _sha(repr((registry.compile.std, registry.compile.defines, include_key,
                           conv, clang_fe.stub_digest(), FRONTEND_VERSION, sorted(cc.items()))).encode())[:24]
     fault_map = _faults()
     results: list = []
