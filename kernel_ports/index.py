@@ -476,7 +476,9 @@ def build_index(registry, files, *, jobs: int = 2, use_cache: bool = True, cache
                 jobs_wanted.append((tu, conf))
 
     # ---- 3. Clang parses (cache, prelude, pool)
-    comp_key = _sha(repr((registry.compile.std, registry.compile.defines, tuple(map(str, registry.compile.include_dirs)),
+    # include dirs inside the root are keyed relative to it, so a copy of the tree elsewhere reuses the parses of
+    # its unchanged files (their content hashes and those of the project headers they read still decide)
+    comp_key = _sha(repr((registry.compile.std, registry.compile.defines, tuple(_dir_key(d, root) for d in registry.compile.include_dirs),
                           conv, clang_fe.stub_digest(), FRONTEND_VERSION, sorted(cc.items()))).encode())[:24]
     fault_map = _faults()
     results: list = []
@@ -505,7 +507,7 @@ def build_index(registry, files, *, jobs: int = 2, use_cache: bool = True, cache
                 a = tuple(clang_fe.build_args(registry, conf, rel))
                 arg_sets.setdefault(a, []).append(rel)
             pchs: dict = {}
-            pre_jobs = [(a, ("prelude", (a, str(pch_dir)))) for a, rels in arg_sets.items() if len(rels) >= 3]
+            pre_jobs = [(a, ("prelude", (_prelude_args(a, root), str(pch_dir)))) for a, rels in arg_sets.items() if len(rels) >= 3]
             t0 = time.perf_counter()
             if pre_jobs:
                 for a, (status, out) in pool.run(pre_jobs, timeout).items():
@@ -552,6 +554,25 @@ def build_index(registry, files, *, jobs: int = 2, use_cache: bool = True, cache
     index.timings["join"] = time.perf_counter() - t0
     index.timings["total"] = time.perf_counter() - t_start
     return index
+
+
+def _dir_key(d, root: Path) -> str:
+    """A directory for cache keys: relative to the root when inside it."""
+    try:
+        return "<root>/" + Path(d).resolve().relative_to(root).as_posix()
+    except ValueError:
+        return str(d)
+
+
+def _prelude_args(args: tuple, root: Path) -> tuple:
+    """The prelude (standard headers only) does not read the project: its -I dirs under the root are dropped, so
+    its key, and the precompiled file, are shared by copies of the tree."""
+    out = []
+    for a in args:
+        if a.startswith("-I") and len(a) > 2 and _dir_key(a[2:], root).startswith("<root>/"):
+            continue
+        out.append(a)
+    return tuple(out)
 
 
 def _relative_dir(d, root: Path) -> Optional[str]:
