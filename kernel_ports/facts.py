@@ -208,7 +208,8 @@ class InputArray:
     dtype_fixed: Optional[bool]  # True: constant dtype; False: follows its source; None: unknown
     fixed_dtype: Optional[str] = None  # the constant, when known
     how: str = ""  # why dtype_fixed (astype, scalar, constructor, parameter ...)
-    dtype_follows: tuple = ()  # other arrays whose dtype this one's equals (copied from; astype(a, x.dtype()) -> x)
+    dtype_follows: tuple = ()  # other names whose dtype this one's equals: arrays it is copied from, the array or
+    # Dtype parameter it is cast to (astype(a, x.dtype()) -> x; astype(a, dt) -> dt)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1833,8 +1833,9 @@ class _Walker:
             args = [a for a in self._call_args(s) if a.location.line != 0]
             if s.spelling == "astype":
                 if len(args) >= 2:
-                    _, src, _, const, _ = self._dtype_origin(self.strip(args[1]), ctx, 0)
-                    return (src,) if src and not const else ()
+                    # the array whose dtype it is cast to, or the Dtype parameter it is cast to
+                    _, src, _, const, param = self._dtype_origin(self.strip(args[1]), ctx, 0)
+                    return tuple(n for n in (src, param) if n and not const)
                 return ()
             if s.referenced is not None and s.referenced.kind == K.CONSTRUCTOR and len(args) == 1:
                 return self._dtype_follows(args[0], ctx, depth + 1)  # a copy

@@ -52,6 +52,14 @@ inline mlx::core::array launch_dt(mlx::core::fast::CustomKernelFunction& kernel,
   return out[0];
 }
 
+// never called here: the Dtype parameter stays a parameter
+inline mlx::core::array launch_cast(mlx::core::fast::CustomKernelFunction& kernel, const mlx::core::array& a,
+                                    const mlx::core::array& b, mlx::core::Dtype dt) {
+  const mlx::core::array bc = mlx::core::astype(b, dt);
+  auto out = kernel({a, bc}, {a.shape()}, {dt}, {1, 1, 1}, {1, 1, 1}, {{"T", dt}}, std::nullopt, false, {});  // @cast-to-param
+  return out[0];
+}
+
 inline mlx::core::array launch_args(mlx::core::fast::CustomKernelFunction& kernel, const mlx::core::array& a,
                                     const Args& targs) {
   auto out = kernel({a}, {a.shape()}, {a.dtype()}, {1, 1, 1}, {1, 1, 1}, targs, std::nullopt, false, {});  // @param-args

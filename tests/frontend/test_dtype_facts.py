@@ -32,8 +32,8 @@ def _entries(inv):
 
 def test_tree_parses_and_every_launch_reaches_its_table(dt_index):
     assert dt_index.unanalyzable == [] and dt_index.unconfirmed == []
-    assert len(dt_index.invocations) == 6
-    assert all(i.tables == ("k_ports",) for i in dt_index.invocations)
+    assert len(dt_index.invocations) == 7
+    assert all(i.tables == ("k_ports",) for i in dt_index.invocations if i.loc.line != ds.line_of("cast-to-param")[1])
 
 
 def test_dtype_parameter_of_a_header_launch_is_traced_through_its_caller(dt_index):
@@ -43,6 +43,14 @@ def test_dtype_parameter_of_a_header_launch_is_traced_through_its_caller(dt_inde
     assert t.is_dtype and t.from_parameter and t.source_input == "a"
     # the second input is cast to the first's dtype by the caller
     assert {i.name: i.dtype_follows for i in inv.inputs} == {"a": (), "b": ("a",)}
+
+
+def test_input_cast_to_a_dtype_parameter_follows_it(dt_index):
+    inv = _inv(dt_index, "cast-to-param")
+    assert inv.tables == ("unknown",)  # nobody passes the kernel
+    t = _entries(inv)["T"]
+    assert t.is_dtype and t.from_parameter and t.parameter == "dt" and t.source_input is None
+    assert {i.name: i.dtype_follows for i in inv.inputs} == {"a": (), "bc": ("dt",)}
 
 
 def test_template_args_parameter_is_resolved_through_a_later_caller(dt_index):
