@@ -1570,6 +1570,8 @@ class _Walker:
                 return self._template_args_var(r.get_usr(), ctx, depth, local=True)
             if r.kind == K.PARM_DECL:
                 return self._template_args_param(r, ctx, depth)
+        if s.kind == K.MEMBER_REF_EXPR and s.referenced is not None and s.referenced.kind == K.FIELD_DECL:
+            return self._template_args_member(s.referenced, ctx, depth)
         if s.kind == K.CALL_EXPR and s.spelling in ("move", "forward") and self.qname(s.referenced or s).startswith("std::"):
             args = [x for x in list(s.get_children())[1:] if x.location.line != 0]
             if len(args) == 1:
@@ -1611,6 +1613,88 @@ class _Walker:
             ok = ok and sok
         if local and init is None and not ctx.member_calls.get(u) and not ctx.assigns.get(u) and not ctx.passed.get(u):
             # not a local of this function (a global or a member): not followed
+            ok = False
+        return tuple(entries), ok
+
+    def _template_args_member(self, field, ctx, depth):
+        """A template-args data member: its in-class initialiser, constructor initialisers, and what the methods of
+        its class defined in this unit assign or add to it. Values named in another method's frame (its parameters
+        and locals) are kept as Dtype values of unknown origin."""
+        K = self.K
+        cls = field.semantic_parent
+        if cls is None or depth > 3:
+            return (), False
+        fu, cu = field.get_usr(), cls.get_usr()
+
+        def is_field(x):
+            x = self.strip(x)
+            return x.kind == K.MEMBER_REF_EXPR and x.referenced is not None and x.referenced.get_usr() == fu
+
+        def reframe(e, mctx):
+            if mctx.info.usr == ctx.info.usr:
+                return e
+            own = set(mctx.info.params) | {c.spelling for c in mctx.local_cursors.values()}
+            if e.source_input in own or e.parameter is not None:
+                return _replace(e, source_input=None, parameter=None, from_parameter=e.from_parameter or e.source_input in mctx.info.params)
+            return e
+
+        entries, ok = [], True
+        init = self._var_init(field)
+        if init is not None:
+            fctx = _Ctx(FunctionInfo(usr=f"{cu}#init", name=cls.spelling, qualified_name=self.qname(cls), loc=self.loc(cls)), cls)
+            sub, sok = self._template_args_init(init, fctx, depth + 1)
+            entries += sub
+            ok = ok and sok
+        declared = {m.get_usr() for m in cls.get_children() if m.kind in (K.CXX_METHOD, K.CONSTRUCTOR, K.FUNCTION_TEMPLATE)}
+        defined = set()
+        for usr, m in list(self.fn_cursors.items()):
+            sp = m.semantic_parent
+            if sp is None or sp.get_usr() != cu:
+                continue
+            defined.add(usr)
+            mctx = self._ctx_for(m)
+            if mctx is None:
+                continue
+            found = []
+            children = list(m.get_children())
+            if m.kind == K.CONSTRUCTOR:
+                for i, ch in enumerate(children[:-1]):
+                    if ch.kind == K.MEMBER_REF and ch.referenced is not None and ch.referenced.get_usr() == fu:
+                        sub, sok = self._template_args_init(children[i + 1], mctx, depth + 1)
+                        found += sub
+                        ok = ok and sok
+            stack = [c for c in children if c.kind == K.COMPOUND_STMT]
+            while stack:
+                c = stack.pop()
+                stack.extend(c.get_children())
+                if c.kind == K.CALL_EXPR:
+                    ch = list(c.get_children())
+                    head = self.strip(ch[0]) if ch else None
+                    if c.spelling == "operator=" and len(ch) >= 2 and is_field(ch[0]):
+                        sub, sok = self._template_args(ch[-1], mctx, depth + 1)
+                        found += sub
+                        ok = ok and sok
+                    elif head is not None and head.kind == K.MEMBER_REF_EXPR and any(is_field(o) for o in head.get_children()):
+                        margs = ch[1:]
+                        if c.spelling == "push_back" and margs:
+                            found.append(self._entry(margs[0], "push_back", mctx))
+                        elif c.spelling == "emplace_back" and len(margs) == 2:
+                            found.append(self._entry(c, "emplace_back", mctx, margs[0], margs[1]))
+                        elif c.spelling == "emplace_back" and margs:
+                            found.append(self._entry(margs[0], "emplace_back", mctx))
+                        elif c.spelling == "insert" and margs:
+                            sub = self._list_elements(margs[-1])
+                            found += [self._entry(x, "insert", mctx) for x in sub] if sub is not None else [self._entry(margs[-1], "insert", mctx)]
+                elif c.kind == K.BINARY_OPERATOR and len(list(c.get_children())) == 2:
+                    lhs, rhs = list(c.get_children())
+                    if is_field(lhs) and _BINOPS.get(self.ci.conf.lib.clang_getCursorBinaryOperatorKind(c)) == "=":
+                        sub, sok = self._template_args(rhs, mctx, depth + 1)
+                        found += sub
+                        ok = ok and sok
+            entries += [_replace(reframe(e, mctx), how="member" if e.how in ("inline", "initializer", "helper") else e.how) for e in found]
+        if declared - defined:
+            ok = False  # a method whose body this unit cannot see may change it
+        if init is None and not entries:
             ok = False
         return tuple(entries), ok
 

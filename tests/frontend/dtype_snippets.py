@@ -125,6 +125,37 @@ array pair_local(const array& x) {
   auto out = kernel({x}, {x.shape()}, {x.dtype()}, {1, 1, 1}, {1, 1, 1}, targs, std::nullopt, false, {});  // @pair-local
   return out[0];
 }
+
+// template args kept in a member, filled by the constructor
+class MemberLaunch {
+ public:
+  explicit MemberLaunch(const array& x) : x_(x), targs_{{"N", 4}} {
+    targs_.push_back({"T", x_.dtype()});
+  }
+  array run() {
+    auto& kernel = select_kernel_port("k", "graph", k_ports());
+    auto out = kernel({x_}, {x_.shape()}, {x_.dtype()}, {1, 1, 1}, {1, 1, 1}, targs_, std::nullopt, false, {});  // @member-args
+    return out[0];
+  }
+
+ private:
+  array x_;
+  Args targs_;
+};
+
+// ... and one that a method defined in another unit may change
+class MemberElsewhere {
+ public:
+  array run(const array& x) {
+    auto& kernel = select_kernel_port("k", "graph", k_ports());
+    auto out = kernel({x}, {x.shape()}, {x.dtype()}, {1, 1, 1}, {1, 1, 1}, more_, std::nullopt, false, {});  // @member-args-elsewhere
+    return out[0];
+  }
+  void fill(const array& y);
+
+ private:
+  Args more_;
+};
 }  // namespace mlxcel
 '''
 

@@ -32,7 +32,7 @@ def _entries(inv):
 
 def test_tree_parses_and_every_launch_reaches_its_table(dt_index):
     assert dt_index.unanalyzable == [] and dt_index.unconfirmed == []
-    assert len(dt_index.invocations) == 7
+    assert len(dt_index.invocations) == 9
     assert all(i.tables == ("k_ports",) for i in dt_index.invocations if i.loc.line != ds.line_of("cast-to-param")[1])
 
 
@@ -92,3 +92,17 @@ def test_inputs_follow_the_dtype_they_are_cast_to(engine_index):
     by_fn = {i.enclosing_function: i for i in engine_index.invocations}
     norm = by_fn["mlxcel::fused_add_rms_norm"]
     assert {i.name: i.dtype_follows for i in norm.inputs} == {"x": (), "res": ("x",), "w": ("x",), "eps_array": ()}
+
+
+def test_template_args_in_a_member(dt_index):
+    inv = _inv(dt_index, "member-args")
+    assert inv.template_args_resolved
+    entries = _entries(inv)
+    assert entries["N"].constant and entries["N"].how == "member"  # constructor initialiser
+    assert entries["T"].is_dtype and entries["T"].source_input == "x_" and entries["T"].how == "push_back"
+    assert [i.text for i in inv.inputs] == ["x_"]
+
+
+def test_member_changed_by_a_method_defined_elsewhere_is_not_resolved(dt_index):
+    inv = _inv(dt_index, "member-args-elsewhere")
+    assert not inv.template_args_resolved and inv.template_args == ()
