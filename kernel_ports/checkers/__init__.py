@@ -32,8 +32,9 @@ def all_rules() -> list[Rule]:
 
 def _registered() -> list[type[Rule]]:
     from kernel_ports.checkers.analysis import FrontEndFailures
+    from kernel_ports.checkers.dtype_keys import DtypeKeys
 
-    return [FrontEndFailures]
+    return [FrontEndFailures, DtypeKeys]
 
 
 class _Rules(list):
