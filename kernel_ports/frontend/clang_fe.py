@@ -530,7 +530,7 @@ class _Ctx:
         self.member_calls: dict = {}  # var usr -> [(method, call cursor)]
         self.assigns: dict = {}  # var usr -> [rhs cursor]
         self.params: dict = {}  # param usr -> index
-        self.passed: dict = {}  # var usr -> [(call cursor, argument index)]: passed to a function
+        self.passed: Optional[dict] = None  # var usr -> [(call cursor, argument index)], filled on demand (_passes)
         self.edges_by_cursor_hash: dict = {}
 
 
@@ -917,14 +917,6 @@ class _Walker:
                     ctx.locals[u] = init
             elif k == K.CALL_EXPR:
                 ch = list(c.get_children())
-                if c.referenced is not None and c.referenced.kind != K.CONSTRUCTOR and c.spelling != "operator()":
-                    for i, a in enumerate(ch[1:]):
-                        a = self.strip(a)
-                        if a.kind == K.UNARY_OPERATOR and self.text(a).lstrip().startswith("&"):
-                            inner = list(a.get_children())
-                            a = self.strip(inner[0]) if inner else a
-                        if a.kind == K.DECL_REF_EXPR and a.referenced is not None and a.referenced.kind in (K.VAR_DECL, K.PARM_DECL):
-                            ctx.passed.setdefault(a.referenced.get_usr(), []).append((c, i))
                 if ch and ch[0].kind == K.MEMBER_REF_EXPR:
                     obj = [x for x in ch[0].get_children()]
                     if obj:
@@ -1607,11 +1599,12 @@ class _Walker:
                     entries += [self._entry(x, "insert", ctx) for x in sub]
                 else:
                     entries.append(self._entry(margs[-1], "insert", ctx))
-        for call, idx in ctx.passed.get(u, ()):
+        passed = self._passes(ctx).get(u, ())
+        for call, idx in passed:
             sub, sok = self._template_args_out(call, idx, ctx, depth)
             entries += list(sub)
             ok = ok and sok
-        if local and init is None and not ctx.member_calls.get(u) and not ctx.assigns.get(u) and not ctx.passed.get(u):
+        if local and init is None and not ctx.member_calls.get(u) and not ctx.assigns.get(u) and not passed:
             # not a local of this function (a global or a member): not followed
             ok = False
         return tuple(entries), ok
@@ -1697,6 +1690,27 @@ class _Walker:
         if init is None and not entries:
             ok = False
         return tuple(entries), ok
+
+    def _passes(self, ctx) -> dict:
+        """var usr -> [(call, argument index)]: variables passed to functions (read once per function, on demand)."""
+        if ctx.passed is not None:
+            return ctx.passed
+        K = self.K
+        ctx.passed = {}
+        stack = [ctx.cursor]
+        while stack:
+            c = stack.pop()
+            stack.extend(c.get_children())
+            if c.kind != K.CALL_EXPR or c.referenced is None or c.referenced.kind == K.CONSTRUCTOR or c.spelling == "operator()":
+                continue
+            for i, a in enumerate(list(c.get_children())[1:]):
+                a = self.strip(a)
+                if a.kind == K.UNARY_OPERATOR and self.text(a).lstrip().startswith("&"):
+                    inner = list(a.get_children())
+                    a = self.strip(inner[0]) if inner else a
+                if a.kind == K.DECL_REF_EXPR and a.referenced is not None and a.referenced.kind in (K.VAR_DECL, K.PARM_DECL):
+                    ctx.passed.setdefault(a.referenced.get_usr(), []).append((c, i))
+        return ctx.passed
 
     def _template_args_init(self, init, ctx, depth):
         s = self.strip(init)
