@@ -198,6 +198,7 @@ class TemplateArgEntry:
     constant: bool = False  # a compile-time constant (float32, 4, true)
     loc: Optional[Location] = None  # where the entry is written
     how: str = ""  # initializer | push_back | emplace_back | inline | helper | assign | insert
+    parameter: Optional[str] = None  # the launching function's parameter the value arrives through
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -207,6 +208,8 @@ class InputArray:
     dtype_fixed: Optional[bool]  # True: constant dtype; False: follows its source; None: unknown
     fixed_dtype: Optional[str] = None  # the constant, when known
     how: str = ""  # why dtype_fixed (astype, scalar, constructor, parameter ...)
+    dtype_follows: tuple = ()  # other names whose dtype this one's equals: arrays it is copied from, the array or
+    # Dtype parameter it is cast to (astype(a, x.dtype()) -> x; astype(a, dt) -> dt)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -226,6 +229,7 @@ class Invocation(Fact):
     enclosing_usr: str = ""
     in_macro: bool = False
     kernel_from_parameter: bool = False  # the kernel object is a parameter (tables via callers)
+    dtype_checks: tuple = ()  # (a, b) arrays whose dtypes the enclosing function compares (== / !=)
 
 
 # --------------------------------------------------------------------------

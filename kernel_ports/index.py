@@ -476,10 +476,9 @@ def build_index(registry, files, *, jobs: int = 2, use_cache: bool = True, cache
                 jobs_wanted.append((tu, conf))
 
     # ---- 3. Clang parses (cache, prelude, pool)
-    # Include dirs inside the root are keyed relative to it, so a moved or
-    # copied tree (a CI checkout, a test's mutated copy) reuses its parses.
-    include_key = tuple(str(d) if (r := _relative_dir(d, root)) is None else f"<root>/{r}" for d in registry.compile.include_dirs)
-    comp_key = _sha(repr((registry.compile.std, registry.compile.defines, include_key,
+    # include dirs inside the root are keyed relative to it, so a copy of the tree elsewhere reuses the parses of
+    # its unchanged files (their content hashes and those of the project headers they read still decide)
+    comp_key = _sha(repr((registry.compile.std, registry.compile.defines, tuple(_dir_key(d, root) for d in registry.compile.include_dirs),
                           conv, clang_fe.stub_digest(), FRONTEND_VERSION, sorted(cc.items()))).encode())[:24]
     fault_map = _faults()
     results: list = []
@@ -508,7 +507,7 @@ def build_index(registry, files, *, jobs: int = 2, use_cache: bool = True, cache
                 a = tuple(clang_fe.build_args(registry, conf, rel))
                 arg_sets.setdefault(a, []).append(rel)
             pchs: dict = {}
-            pre_jobs = [(a, ("prelude", (a, str(pch_dir)))) for a, rels in arg_sets.items() if len(rels) >= 3]
+            pre_jobs = [(a, ("prelude", (_prelude_args(a, root), str(pch_dir)))) for a, rels in arg_sets.items() if len(rels) >= 3]
             t0 = time.perf_counter()
             if pre_jobs:
                 for a, (status, out) in pool.run(pre_jobs, timeout).items():
@@ -555,6 +554,25 @@ def build_index(registry, files, *, jobs: int = 2, use_cache: bool = True, cache
     index.timings["join"] = time.perf_counter() - t0
     index.timings["total"] = time.perf_counter() - t_start
     return index
+
+
+def _dir_key(d, root: Path) -> str:
+    """A directory for cache keys: relative to the root when inside it."""
+    try:
+        return "<root>/" + Path(d).resolve().relative_to(root).as_posix()
+    except ValueError:
+        return str(d)
+
+
+def _prelude_args(args: tuple, root: Path) -> tuple:
+    """The prelude (standard headers only) does not read the project: its -I dirs under the root are dropped, so
+    its key, and the precompiled file, are shared by copies of the tree."""
+    out = []
+    for a in args:
+        if a.startswith("-I") and len(a) > 2 and _dir_key(a[2:], root).startswith("<root>/"):
+            continue
+        out.append(a)
+    return tuple(out)
 
 
 def _relative_dir(d, root: Path) -> Optional[str]:
@@ -832,7 +850,7 @@ def _merge(index: ProjectIndex, registry, results: list, witnessed: dict, conv) 
                 template_args_text=ri.template_args_text, template_args=ri.template_args,
                 template_args_resolved=ri.template_args_resolved, inputs_text=ri.inputs_text, inputs=ri.inputs,
                 enclosing_function=ri.enclosing_function, enclosing_usr=ri.enclosing_usr, in_macro=ri.in_macro,
-                kernel_from_parameter=from_param))
+                kernel_from_parameter=from_param, dtype_checks=ri.dtype_checks))
     index.invocations = _merge_configs(invs)
 
     # predicates

@@ -40,9 +40,18 @@ def _registered() -> list[type[Rule]]:
         TableNotInRegistry,
         WavePinMismatch,
     )
+    from kernel_ports.checkers.dtype_keys import DtypeKeys
 
-    return [FrontEndFailures, TableNotInRegistry, KernelNotInCode, SlotMismatch, DispatchMismatch, WavePinMismatch,
-            LauncherScopeDrift]
+    return [
+        FrontEndFailures,
+        DtypeKeys,
+        TableNotInRegistry,
+        KernelNotInCode,
+        SlotMismatch,
+        DispatchMismatch,
+        WavePinMismatch,
+        LauncherScopeDrift,
+    ]
 
 
 class _Rules(list):

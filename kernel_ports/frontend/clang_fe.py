@@ -284,6 +284,7 @@ class RawInvocation:
     enclosing_function: str
     enclosing_usr: str
     in_macro: bool
+    dtype_checks: tuple = ()
 
 
 @dataclass
@@ -530,6 +531,7 @@ class _Ctx:
         self.member_calls: dict = {}  # var usr -> [(method, call cursor)]
         self.assigns: dict = {}  # var usr -> [rhs cursor]
         self.params: dict = {}  # param usr -> index
+        self.passed: Optional[dict] = None  # var usr -> [(call cursor, argument index)], filled on demand (_passes)
         self.edges_by_cursor_hash: dict = {}
 
 
@@ -560,6 +562,7 @@ class _Walker:
         self.query_decl_usrs: dict = {}  # usr of a backend-query declaration -> its qualified name
         self.slot_lambdas: set = set()  # hashes of lambdas that are port-table slots
         self.seam_set = set(self.conv.seams)
+        self._pending_invocations: list = []  # (call, kernel object, args, ctx, loc, kernel refs)
 
     # ---------------------------------------------------------------- utils
     def rel(self, f) -> Optional[str]:
@@ -719,6 +722,7 @@ class _Walker:
                     res.skipped[rel] = rngs
         for c in tops:
             self.decl(c)
+        self._finish_invocations()
         self._taint_and_tests()
         self._refusals()
         res.functions = list(self.functions.values())
@@ -1407,22 +1411,33 @@ class _Walker:
         ctx.info.invokes = True
         K = self.K
         kernel_refs = self.sources(obj, ctx)
-        targ_expr = args[5] if len(args) > 5 else None
-        entries, resolved = (self._template_args(targ_expr, ctx, 0) if targ_expr is not None else ((), False))
-        inputs = self._inputs(args[0], ctx) if args else ()
-        self.res.invocations.append(RawInvocation(
-            loc=loc,
-            callee_text=self.text(obj),
-            kernel_refs=kernel_refs,
-            template_args_text=self.text(targ_expr) if targ_expr is not None else "",
-            template_args=tuple(entries),
-            template_args_resolved=resolved,
-            inputs_text=self.text(args[0]) if args else "",
-            inputs=tuple(inputs),
-            enclosing_function=ctx.info.qualified_name,
-            enclosing_usr=ctx.info.usr,
-            in_macro=self.in_macro(c) is not None,
-        ))
+        # template args and inputs are resolved once the whole unit is walked
+        # (_finish_invocations): a launch in a header is usually defined before
+        # the callers that pass its parameters
+        self._pending_invocations.append((c, obj, args, ctx, loc, kernel_refs))
+
+    def _finish_invocations(self):
+        for c, obj, args, ctx, loc, kernel_refs in self._pending_invocations:
+            targ_expr = args[5] if len(args) > 5 else None
+            entries, resolved = (self._template_args(targ_expr, ctx, 0) if targ_expr is not None else ((), False))
+            entries = [self._through_callers(e, ctx) for e in entries]
+            entries = sorted(entries, key=lambda e: (e.loc.path, e.loc.line, e.loc.column) if e.loc is not None else ("", 0, 0))
+            inputs = self._inputs(args[0], ctx) if args else ()
+            self.res.invocations.append(RawInvocation(
+                loc=loc,
+                callee_text=self.text(obj),
+                kernel_refs=kernel_refs,
+                template_args_text=self.text(targ_expr) if targ_expr is not None else "",
+                template_args=tuple(entries),
+                template_args_resolved=resolved,
+                inputs_text=self.text(args[0]) if args else "",
+                inputs=tuple(inputs),
+                enclosing_function=ctx.info.qualified_name,
+                enclosing_usr=ctx.info.usr,
+                in_macro=self.in_macro(c) is not None,
+                dtype_checks=self._dtype_checks(ctx),
+            ))
+        self._pending_invocations = []
 
     def _list_elements(self, s):
         """Elements of a braced list, looking through vector/initializer_list construction."""
@@ -1454,6 +1469,11 @@ class _Walker:
                     parts = [x for x in ch if x.kind not in (K.TYPE_REF, K.NAMESPACE_REF, K.TEMPLATE_REF)]
                     if s.spelling == "make_pair" and parts:
                         parts = parts[1:] if self.strip(parts[0]).kind in (K.DECL_REF_EXPR, K.OVERLOADED_DECL_REF) and self.strip(parts[0]).spelling == "make_pair" else parts
+            elif s.kind == K.DECL_REF_EXPR and s.referenced is not None and s.referenced.kind == K.VAR_DECL:
+                # a pair built in a local first: `std::pair<...> p{"T", x.dtype()}; args.push_back(p);`
+                init = ctx.locals.get(s.referenced.get_usr())
+                if init is not None and self.strip(init).hash != s.hash:
+                    return self._entry(init, how, ctx)
             if not parts or len(parts) != 2:
                 return TemplateArgEntry(name=None, value_text=self.text(e), is_dtype=False, source_input=None,
                                         from_parameter=False, loc=self.loc(e), how=how)
@@ -1461,9 +1481,10 @@ class _Walker:
         ns = self.strip(name_cursor)
         name = _c_string_value(self.text(ns)) if ns.kind == K.STRING_LITERAL else None
         v = self.strip(value_cursor)
-        is_dtype, src, from_param, const = self._dtype_origin(v, ctx, 0)
+        is_dtype, src, from_param, const, param = self._dtype_origin(v, ctx, 0)
         return TemplateArgEntry(name=name, value_text=self.text(value_cursor), is_dtype=is_dtype, source_input=src,
-                                from_parameter=from_param, constant=const, loc=self.loc(e if e is not None else value_cursor), how=how)
+                                from_parameter=from_param, constant=const, loc=self.loc(e if e is not None else value_cursor), how=how,
+                                parameter=param)
 
     def _is_dtype_type(self, t) -> bool:
         s = self.canonical(t)
@@ -1471,49 +1492,49 @@ class _Walker:
         return s == self.dtype_type or s.endswith("::Dtype") and s.replace("struct ", "") == self.dtype_type
 
     def _dtype_origin(self, v, ctx, depth):
-        """(is_dtype, source input, from parameter, constant) of a template-arg value."""
+        """(is_dtype, source input, from parameter, constant, parameter name) of a template-arg value."""
         K = self.K
         is_dtype = self._is_dtype_type(v.type)
         if depth > 5:
-            return is_dtype, None, False, False
+            return is_dtype, None, False, False, None
         k = v.kind
         if k in (K.INTEGER_LITERAL, K.CXX_BOOL_LITERAL_EXPR, K.FLOATING_LITERAL):
-            return is_dtype, None, False, True
+            return is_dtype, None, False, True, None
         if k == K.CALL_EXPR:
             ch = list(v.get_children())
             if ch and self.strip(ch[0]).kind == K.MEMBER_REF_EXPR and v.spelling == "dtype":
                 obj = list(self.strip(ch[0]).get_children())
                 if obj:
                     o = self.strip(obj[0])
-                    return is_dtype, self._root_name(o) or self.text(o), False, False
+                    return is_dtype, self._root_name(o) or self.text(o), False, False, None
             ref = v.referenced
             if ref is not None and ref.kind == K.FUNCTION_DECL and v.spelling == "dtype" and len(ch) > 1:
                 o = self.strip(ch[1])
-                return is_dtype, self._root_name(o) or self.text(o), False, False
-            return is_dtype, None, False, False
+                return is_dtype, self._root_name(o) or self.text(o), False, False, None
+            return is_dtype, None, False, False, None
         if k == K.DECL_REF_EXPR:
             r = v.referenced
             if r is None:
-                return is_dtype, None, False, False
+                return is_dtype, None, False, False, None
             if r.kind == K.PARM_DECL:
-                return is_dtype, None, True, False
+                return is_dtype, None, True, False, r.spelling
             if r.kind == K.ENUM_CONSTANT_DECL:
-                return is_dtype, None, False, True
+                return is_dtype, None, False, True, None
             if r.kind == K.VAR_DECL:
                 init = ctx.locals.get(r.get_usr())
                 if init is not None:
-                    d, src, fp, const = self._dtype_origin(self.strip(init), ctx, depth + 1)
-                    return is_dtype or d, src, fp, const
+                    d, src, fp, const, param = self._dtype_origin(self.strip(init), ctx, depth + 1)
+                    return is_dtype or d, src, fp, const, param
                 # a namespace-scope constant such as mlx::core::float32
                 sp = r.semantic_parent
                 if sp is not None and sp.kind in (K.NAMESPACE, K.TRANSLATION_UNIT, K.STRUCT_DECL, K.CLASS_DECL):
-                    return is_dtype, None, False, True
+                    return is_dtype, None, False, True, None
         if k == K.CONDITIONAL_OPERATOR:
             ch = list(v.get_children())
             a = self._dtype_origin(self.strip(ch[1]), ctx, depth + 1)
             b = self._dtype_origin(self.strip(ch[2]), ctx, depth + 1)
-            return is_dtype or a[0] or b[0], a[1] or b[1], a[2] or b[2], a[3] and b[3]
-        return is_dtype, None, False, False
+            return is_dtype or a[0] or b[0], a[1] or b[1], a[2] or b[2], a[3] and b[3], a[4] or b[4]
+        return is_dtype, None, False, False, None
 
     def _root_name(self, o) -> Optional[str]:
         K = self.K
@@ -1529,7 +1550,7 @@ class _Walker:
         return o.kind == self.K.DECL_REF_EXPR and o.referenced is not None and o.referenced.kind == self.K.PARM_DECL
 
     def _template_args(self, e, ctx, depth):
-        """(entries, resolved) for a template-args expression."""
+        """(entries, resolved) for a template-args expression, in the frame of ``ctx``."""
         K = self.K
         if depth > 4:
             return (), False
@@ -1539,42 +1560,159 @@ class _Walker:
             return tuple(self._entry(x, "inline" if depth == 0 else "helper", ctx) for x in elems), True
         if s.kind == K.DECL_REF_EXPR and s.referenced is not None:
             r = s.referenced
-            u = r.get_usr()
             if r.kind == K.VAR_DECL:
-                entries, ok = [], True
-                init = ctx.locals.get(u)
-                if init is not None:
-                    sub, sok = self._template_args_init(init, ctx, depth)
-                    entries += sub
-                    ok = ok and sok
-                for rhs in ctx.assigns.get(u, ()):
-                    sub, sok = self._template_args(rhs, ctx, depth + 1)
-                    entries += [e2 for e2 in sub]
-                    ok = ok and sok
-                for method, mc in ctx.member_calls.get(u, ()):
-                    margs = [x for x in list(mc.get_children())[1:]]
-                    if method == "push_back" and margs:
-                        entries.append(self._entry(margs[0], "push_back", ctx))
-                    elif method == "emplace_back":
-                        if len(margs) == 2:
-                            entries.append(self._entry(mc, "emplace_back", ctx, margs[0], margs[1]))
-                        elif margs:
-                            entries.append(self._entry(margs[0], "emplace_back", ctx))
-                    elif method in ("insert",) and margs:
-                        sub = self._list_elements(margs[-1])
-                        if sub is not None:
-                            entries += [self._entry(x, "insert", ctx) for x in sub]
-                        else:
-                            entries.append(self._entry(margs[-1], "insert", ctx))
-                if init is None and not ctx.member_calls.get(u) and not ctx.assigns.get(u):
-                    # not a local of this function (a global or a member): not followed
-                    ok = False
-                return tuple(entries), ok
+                return self._template_args_var(r.get_usr(), ctx, depth, local=True)
             if r.kind == K.PARM_DECL:
                 return self._template_args_param(r, ctx, depth)
+        if s.kind == K.MEMBER_REF_EXPR and s.referenced is not None and s.referenced.kind == K.FIELD_DECL:
+            return self._template_args_member(s.referenced, ctx, depth)
+        if s.kind == K.CALL_EXPR and s.spelling in ("move", "forward") and self.qname(s.referenced or s).startswith("std::"):
+            args = [x for x in list(s.get_children())[1:] if x.location.line != 0]
+            if len(args) == 1:
+                return self._template_args(args[0], ctx, depth)
         if s.kind == K.CALL_EXPR and s.referenced is not None:
             return self._template_args_helper(s, ctx, depth)
         return (), False
+
+    def _template_args_var(self, u, ctx, depth, local):
+        """Entries gathered on a vector variable (a local, or a helper's reference parameter)."""
+        entries, ok = [], True
+        init = ctx.locals.get(u)
+        if init is not None:
+            sub, sok = self._template_args_init(init, ctx, depth)
+            entries += sub
+            ok = ok and sok
+        for rhs in ctx.assigns.get(u, ()):
+            sub, sok = self._template_args(rhs, ctx, depth + 1)
+            entries += list(sub)
+            ok = ok and sok
+        for method, mc in ctx.member_calls.get(u, ()):
+            margs = [x for x in list(mc.get_children())[1:]]
+            if method == "push_back" and margs:
+                entries.append(self._entry(margs[0], "push_back", ctx))
+            elif method == "emplace_back":
+                if len(margs) == 2:
+                    entries.append(self._entry(mc, "emplace_back", ctx, margs[0], margs[1]))
+                elif margs:
+                    entries.append(self._entry(margs[0], "emplace_back", ctx))
+            elif method in ("insert",) and margs:
+                sub = self._list_elements(margs[-1])
+                if sub is not None:
+                    entries += [self._entry(x, "insert", ctx) for x in sub]
+                else:
+                    entries.append(self._entry(margs[-1], "insert", ctx))
+        passed = self._passes(ctx).get(u, ())
+        for call, idx in passed:
+            sub, sok = self._template_args_out(call, idx, ctx, depth)
+            entries += list(sub)
+            ok = ok and sok
+        if local and init is None and not ctx.member_calls.get(u) and not ctx.assigns.get(u) and not passed:
+            # not a local of this function (a global or a member): not followed
+            ok = False
+        return tuple(entries), ok
+
+    def _template_args_member(self, field, ctx, depth):
+        """A template-args data member: its in-class initialiser, constructor initialisers, and what the methods of
+        its class defined in this unit assign or add to it. Values named in another method's frame (its parameters
+        and locals) are kept as Dtype values of unknown origin."""
+        K = self.K
+        cls = field.semantic_parent
+        if cls is None or depth > 3:
+            return (), False
+        fu, cu = field.get_usr(), cls.get_usr()
+
+        def is_field(x):
+            x = self.strip(x)
+            return x.kind == K.MEMBER_REF_EXPR and x.referenced is not None and x.referenced.get_usr() == fu
+
+        def reframe(e, mctx):
+            if mctx.info.usr == ctx.info.usr:
+                return e
+            own = set(mctx.info.params) | {c.spelling for c in mctx.local_cursors.values()}
+            if e.source_input in own or e.parameter is not None:
+                return _replace(e, source_input=None, parameter=None, from_parameter=e.from_parameter or e.source_input in mctx.info.params)
+            return e
+
+        entries, ok = [], True
+        init = self._var_init(field)
+        if init is not None:
+            fctx = _Ctx(FunctionInfo(usr=f"{cu}#init", name=cls.spelling, qualified_name=self.qname(cls), loc=self.loc(cls)), cls)
+            sub, sok = self._template_args_init(init, fctx, depth + 1)
+            entries += sub
+            ok = ok and sok
+        declared = {m.get_usr() for m in cls.get_children() if m.kind in (K.CXX_METHOD, K.CONSTRUCTOR, K.FUNCTION_TEMPLATE)}
+        defined = set()
+        for usr, m in list(self.fn_cursors.items()):
+            sp = m.semantic_parent
+            if sp is None or sp.get_usr() != cu:
+                continue
+            defined.add(usr)
+            mctx = self._ctx_for(m)
+            if mctx is None:
+                continue
+            found = []
+            children = list(m.get_children())
+            if m.kind == K.CONSTRUCTOR:
+                for i, ch in enumerate(children[:-1]):
+                    if ch.kind == K.MEMBER_REF and ch.referenced is not None and ch.referenced.get_usr() == fu:
+                        sub, sok = self._template_args_init(children[i + 1], mctx, depth + 1)
+                        found += sub
+                        ok = ok and sok
+            stack = [c for c in children if c.kind == K.COMPOUND_STMT]
+            while stack:
+                c = stack.pop()
+                stack.extend(c.get_children())
+                if c.kind == K.CALL_EXPR:
+                    ch = list(c.get_children())
+                    head = self.strip(ch[0]) if ch else None
+                    if c.spelling == "operator=" and len(ch) >= 2 and is_field(ch[0]):
+                        sub, sok = self._template_args(ch[-1], mctx, depth + 1)
+                        found += sub
+                        ok = ok and sok
+                    elif head is not None and head.kind == K.MEMBER_REF_EXPR and any(is_field(o) for o in head.get_children()):
+                        margs = ch[1:]
+                        if c.spelling == "push_back" and margs:
+                            found.append(self._entry(margs[0], "push_back", mctx))
+                        elif c.spelling == "emplace_back" and len(margs) == 2:
+                            found.append(self._entry(c, "emplace_back", mctx, margs[0], margs[1]))
+                        elif c.spelling == "emplace_back" and margs:
+                            found.append(self._entry(margs[0], "emplace_back", mctx))
+                        elif c.spelling == "insert" and margs:
+                            sub = self._list_elements(margs[-1])
+                            found += [self._entry(x, "insert", mctx) for x in sub] if sub is not None else [self._entry(margs[-1], "insert", mctx)]
+                elif c.kind == K.BINARY_OPERATOR and len(list(c.get_children())) == 2:
+                    lhs, rhs = list(c.get_children())
+                    if is_field(lhs) and _BINOPS.get(self.ci.conf.lib.clang_getCursorBinaryOperatorKind(c)) == "=":
+                        sub, sok = self._template_args(rhs, mctx, depth + 1)
+                        found += sub
+                        ok = ok and sok
+            entries += [_replace(reframe(e, mctx), how="member" if e.how in ("inline", "initializer", "helper") else e.how) for e in found]
+        if declared - defined:
+            ok = False  # a method whose body this unit cannot see may change it
+        if init is None and not entries:
+            ok = False
+        return tuple(entries), ok
+
+    def _passes(self, ctx) -> dict:
+        """var usr -> [(call, argument index)]: variables passed to functions (read once per function, on demand)."""
+        if ctx.passed is not None:
+            return ctx.passed
+        K = self.K
+        ctx.passed = {}
+        stack = [ctx.cursor]
+        while stack:
+            c = stack.pop()
+            stack.extend(c.get_children())
+            if c.kind != K.CALL_EXPR or c.referenced is None or c.referenced.kind == K.CONSTRUCTOR or c.spelling == "operator()":
+                continue
+            for i, a in enumerate(list(c.get_children())[1:]):
+                a = self.strip(a)
+                if a.kind == K.UNARY_OPERATOR and self.text(a).lstrip().startswith("&"):
+                    inner = list(a.get_children())
+                    a = self.strip(inner[0]) if inner else a
+                if a.kind == K.DECL_REF_EXPR and a.referenced is not None and a.referenced.kind in (K.VAR_DECL, K.PARM_DECL):
+                    ctx.passed.setdefault(a.referenced.get_usr(), []).append((c, i))
+        return ctx.passed
 
     def _template_args_init(self, init, ctx, depth):
         s = self.strip(init)
@@ -1584,8 +1722,16 @@ class _Walker:
         sub, ok = self._template_args(init, ctx, depth + 1)
         return list(sub), ok
 
+    def _call_args(self, call):
+        """The arguments of a call (the callee expression and defaulted arguments dropped)."""
+        K = self.K
+        ch = list(call.get_children())
+        if call.referenced is not None and call.referenced.kind == K.CONSTRUCTOR:
+            return ch
+        return ch[1:]
+
     def _template_args_param(self, parm, ctx, depth):
-        """A template-args parameter: resolve through the callers in this TU."""
+        """A template-args parameter: resolve through the callers in this unit, renamed into this frame."""
         idx = ctx.params.get(parm.get_usr())
         usr = ctx.info.usr
         callers = self.callers.get(usr, [])
@@ -1593,12 +1739,66 @@ class _Walker:
             return (), False
         entries, ok = [], True
         for cctx, call in callers:
-            args = list(call.get_children())[1:]
+            args = self._call_args(call)
             if idx < len(args):
                 sub, sok = self._template_args(args[idx], cctx, depth + 1)
-                entries += [_replace(e, how=e.how or "parameter") for e in sub]
+                entries += [_replace(self._to_callee(e, ctx, args), how=e.how or "parameter") for e in sub]
                 ok = ok and sok
+            else:
+                ok = False
         return tuple(entries), ok
+
+    def _to_callee(self, e, callee_ctx, call_args):
+        """An entry resolved in a caller's frame, seen from the callee (names are the callee's parameters)."""
+        if e.source_input is None and e.parameter is None:
+            return e
+        name = None
+        if e.source_input is not None:
+            for j, a in enumerate(call_args):
+                if self._root_name(a) == e.source_input and j < len(callee_ctx.info.params):
+                    name = callee_ctx.info.params[j]
+                    break
+        # a dtype of an array the callee does not receive arrives, for the callee, as a parameter value
+        return _replace(e, source_input=name, from_parameter=True, parameter=None)
+
+    def _to_caller(self, e, hctx, call_args, cctx):
+        """An entry resolved in a helper's frame, seen from the caller that passed ``call_args``."""
+        params = hctx.info.params
+        if e.source_input is not None and e.source_input in params:
+            # an input named by the helper's parameter is the caller's argument
+            i = params.index(e.source_input)
+            if i < len(call_args):
+                a = self.strip(call_args[i])
+                e = _replace(e, source_input=self._root_name(a) or self.text(a))
+        elif e.parameter is not None and e.parameter in params:
+            # a Dtype the helper receives: what the caller passes
+            i = params.index(e.parameter)
+            if i < len(call_args):
+                d, src, fp, const, param = self._dtype_origin(self.strip(call_args[i]), cctx, 0)
+                e = _replace(e, is_dtype=e.is_dtype or d, source_input=src, from_parameter=fp, constant=const, parameter=param)
+        return e
+
+    def _through_callers(self, e, ctx):
+        """A Dtype parameter of the launching function: the input whose dtype every caller in this unit passes."""
+        if e.parameter is None or e.source_input is not None:
+            return e
+        idx = ctx.info.params.index(e.parameter) if e.parameter in ctx.info.params else None
+        callers = self.callers.get(ctx.info.usr, [])
+        if idx is None or not callers:
+            return e
+        names = set()
+        for cctx, call in callers:
+            args = self._call_args(call)
+            if idx >= len(args):
+                return e
+            d, src, fp, const, param = self._dtype_origin(self.strip(args[idx]), cctx, 0)
+            if src is None:
+                return e
+            mapped = self._to_callee(_replace(e, source_input=src), ctx, args).source_input
+            if mapped is None:
+                return e
+            names.add(mapped)
+        return _replace(e, source_input=names.pop()) if len(names) == 1 else e
 
     def _template_args_helper(self, call, ctx, depth):
         """A helper function that builds and returns the template args."""
@@ -1607,12 +1807,11 @@ class _Walker:
         d = ref.get_definition() if ref is not None else None
         if d is None:
             return (), False
-        usr = d.get_usr()
         hctx = self._ctx_for(d)
         if hctx is None:
             return (), False
         entries, ok, found = [], True, False
-        call_args = list(call.get_children())[1:]
+        call_args = self._call_args(call)
         stack = [d]
         while stack:
             x = stack.pop()
@@ -1623,18 +1822,124 @@ class _Walker:
                     sub, sok = self._template_args(ch[0], hctx, depth + 1)
                     ok = ok and sok
                     for e in sub:
-                        # an input named by the helper's parameter is the caller's argument
-                        if e.source_input is not None and e.source_input in hctx.info.params:
-                            i = hctx.info.params.index(e.source_input)
-                            if i < len(call_args):
-                                a = self.strip(call_args[i])
-                                e = _replace(e, source_input=self._root_name(a) or self.text(a))
+                        e = self._to_caller(e, hctx, call_args, ctx)
                         entries.append(_replace(e, how="helper" if e.how in ("inline", "initializer") else e.how))
                 continue
             if x.kind == K.LAMBDA_EXPR:
                 continue
             stack.extend(x.get_children())
         return tuple(entries), ok and found
+
+    def _template_args_out(self, call, idx, ctx, depth):
+        """A vector passed to a function that fills it (a non-const reference or pointer parameter)."""
+        K = self.K
+        TK = self.ci.TypeKind
+        ref = call.referenced
+        if ref is None:
+            return (), False
+        if ref.kind not in (K.FUNCTION_DECL, K.CXX_METHOD, K.FUNCTION_TEMPLATE):
+            return (), True  # constructors and operators copy or read it
+        parms = [p for p in ref.get_children() if p.kind == K.PARM_DECL]
+        if idx >= len(parms):
+            return (), True  # a variadic tail: read, not filled
+        t = parms[idx].type
+        if t.kind in (TK.LVALUEREFERENCE, TK.RVALUEREFERENCE, TK.POINTER):
+            mutable = not t.get_pointee().is_const_qualified()
+        else:
+            mutable = False
+        if not mutable:
+            return (), True  # by value or const reference: the call cannot add entries
+        if self.qname(ref).startswith("std::"):
+            return (), True  # std::swap and friends are not helpers; swapping is not followed
+        d = ref.get_definition()
+        if d is None or depth > 3:
+            return (), False  # filled by a function whose body this unit cannot see
+        hctx = self._ctx_for(d)
+        if hctx is None:
+            return (), False
+        dparms = [p for p in d.get_children() if p.kind == K.PARM_DECL]
+        if idx >= len(dparms):
+            return (), False
+        sub, ok = self._template_args_var(dparms[idx].get_usr(), hctx, depth + 1, local=False)
+        call_args = self._call_args(call)
+        out = []
+        for e in sub:
+            e = self._to_caller(e, hctx, call_args, ctx)
+            out.append(_replace(e, how="helper" if e.how in ("inline", "initializer") else e.how))
+        return tuple(out), ok
+
+    def _dtype_checks(self, ctx) -> tuple:
+        """Pairs of arrays whose dtypes the function compares (``a.dtype() != x.dtype()``)."""
+        K = self.K
+        out = set()
+        stack = [ctx.cursor]
+        while stack:
+            c = stack.pop()
+            stack.extend(c.get_children())
+            ops = None
+            if c.kind == K.CALL_EXPR and c.spelling in ("operator==", "operator!="):
+                ops = [x for x in c.get_children() if not (self.strip(x).kind == K.DECL_REF_EXPR and self.strip(x).spelling.startswith("operator"))]
+            elif c.kind == K.BINARY_OPERATOR and _BINOPS.get(self.ci.conf.lib.clang_getCursorBinaryOperatorKind(c)) in ("==", "!="):
+                ops = list(c.get_children())
+            if not ops or len(ops) != 2:
+                continue
+            a, b = (self.strip(x) for x in ops)
+            if not (self._is_dtype_type(a.type) and self._is_dtype_type(b.type)):
+                continue
+            sa = self._dtype_origin(a, ctx, 0)[1]
+            sb = self._dtype_origin(b, ctx, 0)[1]
+            if sa and sb and sa != sb:
+                out.add(tuple(sorted((sa, sb))))
+        return tuple(sorted(out))
+
+    def _param_follows(self, parm, ctx, depth) -> tuple:
+        """An array parameter whose every caller in this unit passes an array following another parameter's."""
+        idx = ctx.params.get(parm.get_usr())
+        callers = self.callers.get(ctx.info.usr, [])
+        if idx is None or not callers or depth > 3:
+            return ()
+        common = None
+        for cctx, call in callers:
+            args = self._call_args(call)
+            if idx >= len(args):
+                return ()
+            names = set(self._dtype_follows(args[idx], cctx, depth + 2))
+            mapped = set()
+            for j, a in enumerate(args):
+                if j != idx and self._root_name(a) in names and j < len(ctx.info.params):
+                    mapped.add(ctx.info.params[j])
+            common = mapped if common is None else common & mapped
+            if not common:
+                return ()
+        return tuple(sorted(common or ()))
+
+    def _dtype_follows(self, s, ctx, depth=0) -> tuple:
+        """Arrays whose dtype an input's equals: the variables it is copied from, the array it is cast to the dtype of."""
+        K = self.K
+        s = self.strip(s)
+        if depth > 5:
+            return ()
+        if s.kind == K.DECL_REF_EXPR and s.referenced is not None:
+            r = s.referenced
+            out = (r.spelling,)
+            if r.kind == K.VAR_DECL:
+                init = ctx.locals.get(r.get_usr())
+                if init is not None:
+                    out += self._dtype_follows(init, ctx, depth + 1)
+            elif r.kind == K.PARM_DECL:
+                out += self._param_follows(r, ctx, depth)
+            return out
+        if s.kind == K.CALL_EXPR:
+            args = [a for a in self._call_args(s) if a.location.line != 0]
+            if s.spelling == "astype":
+                if len(args) >= 2:
+                    # the array whose dtype it is cast to, or the Dtype parameter it is cast to
+                    _, src, _, const, param = self._dtype_origin(self.strip(args[1]), ctx, 0)
+                    return tuple(n for n in (src, param) if n and not const)
+                return ()
+            if s.referenced is not None and s.referenced.kind == K.CONSTRUCTOR and len(args) == 1:
+                return self._dtype_follows(args[0], ctx, depth + 1)  # a copy
+        return ()
 
     def _ctx_for(self, d):
         """A data-flow context for another function's definition (helpers)."""
@@ -1674,7 +1979,8 @@ class _Walker:
         s = self.strip(x)
         name = self._root_name(s)
         fixed, dt, how = self._fixed_dtype(s, ctx, 0)
-        return InputArray(text=self.text(x), name=name, dtype_fixed=fixed, fixed_dtype=dt, how=how)
+        follows = tuple(n for n in dict.fromkeys(self._dtype_follows(s, ctx)) if n != name)
+        return InputArray(text=self.text(x), name=name, dtype_fixed=fixed, fixed_dtype=dt, how=how, dtype_follows=follows)
 
     def _dtype_const(self, a) -> Optional[str]:
         a = self.strip(a)

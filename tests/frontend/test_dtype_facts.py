@@ -1,0 +1,108 @@
+"""Template-arg and input facts the dtype-key rules read (KP201/KP202).
+
+One small tree (dtype_snippets.py), indexed once for the module.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import dtype_snippets as ds
+from helpers import files_under, make_registry, write_tree
+from kernel_ports.index import build_index
+
+
+@pytest.fixture(scope="module")
+def dt_index(tmp_path_factory):
+    root = tmp_path_factory.mktemp("dtype-snippets")
+    write_tree(root, ds.TREE)
+    reg = make_registry(root, include_dirs=("src",))
+    return build_index(reg, files_under(root), jobs=2, use_cache=False)
+
+
+def _inv(index, marker):
+    path, line = ds.line_of(marker)
+    (inv,) = [i for i in index.invocations if i.loc.path == path and i.loc.line == line]
+    return inv
+
+
+def _entries(inv):
+    return {e.name: e for e in inv.template_args}
+
+
+def test_tree_parses_and_every_launch_reaches_its_table(dt_index):
+    assert dt_index.unanalyzable == [] and dt_index.unconfirmed == []
+    assert len(dt_index.invocations) == 9
+    assert all(i.tables == ("k_ports",) for i in dt_index.invocations if i.loc.line != ds.line_of("cast-to-param")[1])
+
+
+def test_dtype_parameter_of_a_header_launch_is_traced_through_its_caller(dt_index):
+    # launch_dt is defined in the header before the caller that passes x.dtype()
+    inv = _inv(dt_index, "param-dtype")
+    t = _entries(inv)["T"]
+    assert t.is_dtype and t.from_parameter and t.source_input == "a"
+    # the second input is cast to the first's dtype by the caller
+    assert {i.name: i.dtype_follows for i in inv.inputs} == {"a": (), "b": ("a",)}
+
+
+def test_input_cast_to_a_dtype_parameter_follows_it(dt_index):
+    inv = _inv(dt_index, "cast-to-param")
+    assert inv.tables == ("unknown",)  # nobody passes the kernel
+    t = _entries(inv)["T"]
+    assert t.is_dtype and t.from_parameter and t.parameter == "dt" and t.source_input is None
+    assert {i.name: i.dtype_follows for i in inv.inputs} == {"a": (), "bc": ("dt",)}
+
+
+def test_template_args_parameter_is_resolved_through_a_later_caller(dt_index):
+    inv = _inv(dt_index, "param-args")
+    assert inv.template_args_resolved
+    t = _entries(inv)["T"]
+    # the caller passes {{"T", y.dtype()}} and y as the array argument `a`
+    assert t.is_dtype and t.source_input == "a"
+
+
+def test_dtype_bound_to_a_local_and_checked_equal(dt_index):
+    inv = _inv(dt_index, "checked")
+    t = _entries(inv)["T"]
+    assert t.is_dtype and t.source_input == "x" and not t.from_parameter and not t.constant
+    assert inv.dtype_checks == (("w", "x"),)
+    assert {i.name: i.dtype_follows for i in inv.inputs} == {"x": (), "alias": ("w",)}
+
+
+def test_helper_filling_the_vector_through_a_reference(dt_index):
+    inv = _inv(dt_index, "out-param")
+    assert inv.template_args_resolved
+    entries = _entries(inv)
+    assert entries["T"].is_dtype and entries["T"].source_input == "x" and entries["T"].how == "push_back"
+    assert entries["N"].constant and not entries["N"].is_dtype  # the caller passes 3
+
+
+def test_vector_filled_by_an_unseen_function_is_not_resolved(dt_index):
+    inv = _inv(dt_index, "out-param-unknown")
+    assert not inv.template_args_resolved and inv.template_args == ()
+
+
+def test_pair_built_in_a_local_then_pushed(dt_index):
+    inv = _inv(dt_index, "pair-local")
+    t = _entries(inv)["T"]
+    assert t.is_dtype and t.source_input == "x" and t.how == "push_back"
+
+
+def test_inputs_follow_the_dtype_they_are_cast_to(engine_index):
+    by_fn = {i.enclosing_function: i for i in engine_index.invocations}
+    norm = by_fn["mlxcel::fused_add_rms_norm"]
+    assert {i.name: i.dtype_follows for i in norm.inputs} == {"x": (), "res": ("x",), "w": ("x",), "eps_array": ()}
+
+
+def test_template_args_in_a_member(dt_index):
+    inv = _inv(dt_index, "member-args")
+    assert inv.template_args_resolved
+    entries = _entries(inv)
+    assert entries["N"].constant and entries["N"].how == "member"  # constructor initialiser
+    assert entries["T"].is_dtype and entries["T"].source_input == "x_" and entries["T"].how == "push_back"
+    assert [i.text for i in inv.inputs] == ["x_"]
+
+
+def test_member_changed_by_a_method_defined_elsewhere_is_not_resolved(dt_index):
+    inv = _inv(dt_index, "member-args-elsewhere")
+    assert not inv.template_args_resolved and inv.template_args == ()
