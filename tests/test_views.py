@@ -70,6 +70,10 @@ def test_status_rocm_checklist(run, capsys):
     assert blocks["rope"] == "rope: 7/7"
     assert "[ ] table slot .rocm: the .rocm slot is null" in out.split("gumbel:")[1]
     assert out.rstrip().endswith("4 of 8 kernels have a complete ROCm port")
+    # top_k is Metal-only and unkeyed: not a finding today, but work for a ROCm port.
+    top_k = out.split("top_k:")[1]
+    assert "[ ] dtype keys on every invocation: 1 invocation(s); no input dtype key at src/lib/mlx-cpp/turbo/sampling.cpp:" in top_k
+    assert "[x] dtype keys on every invocation" in out.split("fused_norm:")[1].split("\n\n")[0]
     code, out = run(capsys, "status", "rocm", "--format", "json")
     items = {i["name"]: i for i in json.loads(out)["kernels"]["fused_norm"]}
     assert items["HIP source constant"] == {"name": "HIP source constant", "done": True, "detail": "FUSED_NORM_HIP_SOURCE"}

@@ -117,6 +117,11 @@ class DtypeKeys(Rule):
         return out
 
     # ------------------------------------------------------------- judgement
+    def judge(self, inv, why: str) -> list:
+        """(code, message) pairs for one launch as if its table had a
+        dtype-blind port; the ROCm checklist asks this before a port exists."""
+        return list(self._judge(inv, {"kernel": None, "why": why}))
+
     def _judge(self, inv, target):
         """(code, message) pairs for one invocation variant and one table."""
         inputs = list(inv.inputs)
