@@ -476,7 +476,10 @@ def build_index(registry, files, *, jobs: int = 2, use_cache: bool = True, cache
                 jobs_wanted.append((tu, conf))
 
     # ---- 3. Clang parses (cache, prelude, pool)
-    comp_key = _sha(repr((registry.compile.std, registry.compile.defines, tuple(map(str, registry.compile.include_dirs)),
+    # include dirs inside the root are keyed relative to it: a copy of the tree
+    # elsewhere (a mutated test copy, another checkout) reuses the same parses
+    inc_key = tuple(_include_dir_key(d, root) for d in registry.compile.include_dirs)
+    comp_key = _sha(repr((registry.compile.std, registry.compile.defines, inc_key,
                           conv, clang_fe.stub_digest(), FRONTEND_VERSION, sorted(cc.items()))).encode())[:24]
     fault_map = _faults()
     results: list = []
@@ -552,6 +555,14 @@ def build_index(registry, files, *, jobs: int = 2, use_cache: bool = True, cache
     index.timings["join"] = time.perf_counter() - t0
     index.timings["total"] = time.perf_counter() - t_start
     return index
+
+
+def _include_dir_key(d, root: Path) -> tuple:
+    """A cache-key spelling of an include dir: relative when inside the root."""
+    try:
+        return ("root", Path(d).resolve().relative_to(root).as_posix())
+    except ValueError:
+        return ("abs", str(d))
 
 
 def _relative_dir(d, root: Path) -> Optional[str]:
