@@ -493,6 +493,10 @@ def build_index(registry, files, *, jobs: int = 2, use_cache: bool = True, cache
     for rel, conf in jobs_wanted:
         key = _sha(f"c|{comp_key}|{conf.name}|{conf.defines}|{rel}|{hashes[rel]}".encode())
         entry = cache.get(key) if rel not in fault_map else None
+        if entry is not None and not all(hashes.get(d) == h for d, h in entry[0].items()):
+            # an unchanged file includes the same headers: look for the entry
+            # parsed with the headers' current contents
+            entry = cache.get(_deps_key(key, {d: hashes.get(d) for d in entry[0]}))
         if entry is not None:
             deps, tu_res = entry
             if all(hashes.get(d) == h for d, h in deps.items()):
@@ -553,6 +557,7 @@ def build_index(registry, files, *, jobs: int = 2, use_cache: bool = True, cache
                 deps = {d: hashes[d] for d in res.files_walked if d in hashes}
                 deps[rel] = hashes[rel]
                 cache.put(key, (deps, res))
+                cache.put(_deps_key(key, deps), (deps, res))
     index.clang_files = sorted((r.path, r.configuration) for r in results if r.ok)
 
     # ---- 4. merge and join
@@ -562,6 +567,11 @@ def build_index(registry, files, *, jobs: int = 2, use_cache: bool = True, cache
     index.timings["join"] = time.perf_counter() - t0
     index.timings["total"] = time.perf_counter() - t_start
     return index
+
+
+def _deps_key(key: str, deps: dict) -> str:
+    """The cache key of a parse made with these contents of the files it read."""
+    return _sha(f"{key}|{sorted(deps.items())}".encode())
 
 
 def _include_dir_key(d, root: Path) -> tuple:

@@ -20,3 +20,17 @@ def test_copies_at_other_paths_reuse_parses_of_unchanged_files(tmp_path):
                   cache_dir=cache)
     fresh = {q.path for q in third.index.parse_quality if not q.cached}
     assert fresh == {changed}
+
+
+def test_a_unit_parsed_with_two_versions_of_a_header_keeps_both(tmp_path):
+    cache = tmp_path / "cache"
+    header = "src/lib/mlx-cpp/turbo/rope_hip.h"
+    changed = Mutation(header, "  const float c = cosf(theta);\n", "  const float c = cosf(theta) * 1.0f;\n")
+    check(engine_copy(tmp_path / "a"), cache_dir=cache)
+    mutated = check(engine_copy(tmp_path / "b", changed), cache_dir=cache)
+    assert {q.path for q in mutated.index.parse_quality if not q.cached} == {"src/lib/mlx-cpp/turbo/rope.cpp"}
+    # back to the original header, then to the changed one: both parses are still cached
+    again = check(engine_copy(tmp_path / "c"), cache_dir=cache)
+    assert all(q.cached for q in again.index.parse_quality)
+    again = check(engine_copy(tmp_path / "d", changed), cache_dir=cache)
+    assert all(q.cached for q in again.index.parse_quality)
