@@ -34,6 +34,7 @@ import hashlib
 import multiprocessing
 import os
 import pickle
+import re
 import sys
 import tempfile
 import time
@@ -917,9 +918,28 @@ def _merge(index: ProjectIndex, registry, results: list, witnessed: dict, conv) 
             fcs, _ = j.reach_from(a.accessor_usr, {})
             accessor_usrs[a.accessor_usr] = bool(fcs)
     is_accessor = {u for u, ok in accessor_usrs.items() if ok}
+    # a holder of its own type may build the kernel in the method called on it
+    # (`get_top_k_kernel().get()` where TopKKernel::get calls the factory)
+    method_builds: dict = {}
+
+    def _method_builds(accessor_usr, method):
+        key = (accessor_usr, method)
+        if key not in method_builds:
+            info = j.functions.get(accessor_usr)
+            ok = False
+            if info is not None and method and info.returns_ref:
+                cls = re.sub(r"<.*", "", info.returns_ref).split("::")[-1]
+                for usr, f in j.functions.items():
+                    if f.name == method and f.is_method_of and re.sub(r"<.*", "", f.is_method_of).split("::")[-1] == cls:
+                        if j.reach_from(usr, {})[0]:
+                            ok = True
+                            break
+            method_builds[key] = ok
+        return method_builds[key]
+
     has = []
     for cfg, a in raw_acc:
-        if a.accessor_usr not in is_accessor:
+        if a.accessor_usr not in is_accessor and not _method_builds(a.accessor_usr, a.method):
             continue
         accessor_uses.setdefault(a.accessor, (a.accessor_usr, (), None))
         encl = j.functions.get(a.enclosing_usr)
