@@ -32,8 +32,26 @@ def all_rules() -> list[Rule]:
 
 def _registered() -> list[type[Rule]]:
     from kernel_ports.checkers.analysis import FrontEndFailures
+    from kernel_ports.checkers.dispatch import (
+        AnyWaveLaneOp,
+        BackendComparison,
+        BackendEnumeratingGate,
+        DirectHolderAccess,
+        HandRolledRefusal,
+        PredicateNotFromTable,
+        TestSeamOutsideTests,
+    )
 
-    return [FrontEndFailures]
+    return [
+        FrontEndFailures,
+        BackendComparison,
+        HandRolledRefusal,
+        DirectHolderAccess,
+        BackendEnumeratingGate,
+        AnyWaveLaneOp,
+        TestSeamOutsideTests,
+        PredicateNotFromTable,
+    ]
 
 
 class _Rules(list):
