@@ -144,6 +144,11 @@ KP101_CASES = [
          "  const int threads = rope_threads_for(gpu_kernel_backend());\n  (void)threads;\n"))),
     Case("switch-case", "KP101", ROPE, "v:switch", (after(ROPE, ROPE_BODY,
          "  switch (gpu_kernel_backend()) {  // v:switch\n    case GpuKernelBackend::Cuda:\n      break;\n    default:\n      break;\n  }\n"),)),
+    Case("switch-with-ifdef-cases", "KP101", ROPE, "v:switch-ifdef", (after(ROPE, ROPE_BODY,
+         "  switch (gpu_kernel_backend()) {  // v:switch-ifdef\n    case GpuKernelBackend::Metal:\n      break;\n"
+         "#ifdef MLXCEL_BRIDGE_ROCM_BACKEND\n    case GpuKernelBackend::Rocm:\n      break;\n#endif\n    default:\n      break;\n  }\n"),)),
+    Case("one-configuration", "KP101", ROPE, "v:rocm-only", (after(ROPE, ROPE_BODY,
+         "#ifdef MLXCEL_BRIDGE_ROCM_BACKEND\n  if (gpu_kernel_backend() == GpuKernelBackend::Rocm) { (void)dims; }  // v:rocm-only\n#endif\n"),)),
     Case("ternary", "KP101", ROPE, "v:ternary", (after(ROPE, ROPE_BODY,
          "  const int group = mlx::core::cu::is_available() ? 64 : 32;  // v:ternary\n  (void)group;\n"),)),
     Case("not-available", "KP101", ROPE, "v:not-available", (after(ROPE, ROPE_BODY,
@@ -180,6 +185,17 @@ def test_kp101_names_the_table_and_the_macro(kp101_engine):
     assert "inside macro ROPE_ON_CUDA" in macro.message
     (member,) = findings_at(result, "KP101", ROPE, copy.line_of(ROPE, "v:member-ctor"))
     assert "through a member" in member.message
+
+
+def test_kp101_one_finding_per_place_across_configurations(kp101_engine):
+    copy, result = kp101_engine
+    (f,) = findings_at(result, "KP101", ROPE, copy.line_of(ROPE, "v:switch-ifdef"))
+    assert f.configuration is None  # the switch exists in both configurations; only its cases differ
+    (eq,) = findings_at(result, "KP101", ROPE, copy.line_of(ROPE, "v:eq"))
+    assert eq.configuration is None
+    # a test that exists in one configuration only names it
+    (rocm,) = findings_at(result, "KP101", ROPE, copy.line_of(ROPE, "v:rocm-only"))
+    assert rocm.configuration == "rocm"
 
 
 def test_kp101_backend_parameter_without_callers_fails_closed(tmp_path_factory, kp_cache):

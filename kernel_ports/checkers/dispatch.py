@@ -10,6 +10,8 @@ registry's helper files are exempt from KP101 and KP102.
 
 from __future__ import annotations
 
+import dataclasses
+
 import networkx as nx
 
 from kernel_ports.checkers import Context, Rule
@@ -41,6 +43,20 @@ def _configuration(ctx: Context, fact, path: str | None = None) -> str | None:
     if have >= parsed:
         return None
     return ",".join(sorted(have))
+
+
+def by_place(facts) -> list:
+    """One fact per source place: variants that differ between configurations
+    (a switch with a case under #ifdef) are one finding, their configurations merged."""
+    out: dict = {}
+    for f in facts:
+        key = (type(f).__name__, f.loc)
+        if key in out:
+            have = out[key]
+            out[key] = dataclasses.replace(have, configurations=have.configurations | f.configurations)
+        else:
+            out[key] = f
+    return list(out.values())
 
 
 def is_helper_file(ctx: Context, path: str) -> bool:
@@ -136,7 +152,7 @@ class BackendComparison(Rule):
 
     def check(self, ctx: Context):
         selector = _selector_name(ctx)
-        for bt in ctx.index.backend_tests:
+        for bt in by_place(ctx.index.backend_tests):
             path = bt.loc.path
             if is_helper_file(ctx, path) or not in_cpp_scope(ctx, path):
                 continue
@@ -175,7 +191,7 @@ class HandRolledRefusal(Rule):
     def check(self, ctx: Context):
         selector = _norm(ctx.registry.conventions.selector)
         name = _selector_name(ctx)
-        for r in ctx.index.refusals:
+        for r in by_place(ctx.index.refusals):
             path = r.loc.path
             if is_helper_file(ctx, path) or not in_cpp_scope(ctx, path):
                 continue
@@ -211,7 +227,7 @@ class DirectHolderAccess(Rule):
                 for key in (slot.accessor, slot.accessor_usr):
                     if key:
                         by_accessor.setdefault(key, set()).add(t.name)
-        for a in idx.holder_accesses:
+        for a in by_place(idx.holder_accesses):
             path = a.loc.path
             if a.in_table_slot or a.enclosing_is_accessor or a.enclosing_usr in in_chain:
                 continue
@@ -347,7 +363,7 @@ class TestSeamOutsideTests(Rule):
 
     def check(self, ctx: Context):
         seams = {_short(s.name): s for s in ctx.registry.conventions.test_seams}
-        for call in ctx.index.seam_calls:
+        for call in by_place(ctx.index.seam_calls):
             seam = seams.get(_short(call.name))
             if seam is None:
                 continue
