@@ -685,8 +685,10 @@ def test_cli_select_kp101(policy_engine, capsys):
 
 
 def test_cli_ignore_kp1_prefix(policy_engine, capsys):
+    code, out, _ = _cli(policy_engine, capsys, "--ignore", "KP106")
+    assert code == 1 and "[KP101]" in out and "[KP106]" not in out
     code, out, _ = _cli(policy_engine, capsys, "--ignore", "KP1")
-    assert code == 0 and "[KP1" not in out
+    assert code == 0 and "[KP1" not in out and "0 error(s)" in out
 
 
 def test_registry_severity_makes_kp101_a_warning(policy_engine, capsys):
