@@ -24,7 +24,10 @@ Per-file results are cached (see :class:`_Cache`); the joins never are.
 How rules consume it: iterate the fact lists (``index.port_tables``,
 ``index.invocations`` ...); use ``index.includers_of(path)`` for the
 translation units that see a header and ``index.call_graph`` (networkx
-DiGraph keyed by Clang USR, nodes carrying ``name``/``kind``) for reachability.
+DiGraph keyed by Clang USR, nodes carrying ``name``/``kind``) for reachability;
+``index.compiled_bodies[str(factory_call.loc)]`` says what a factory call
+compiles (source and header bodies, the project files they ``#include``, and
+what could not be read).
 """
 
 from __future__ import annotations
