@@ -302,6 +302,24 @@ class HipSource(Fact):
     identifiers: tuple = ()  # identifiers used by the body as code (comments/strings excluded)
     tokens: tuple = ()  # every non-comment token of the body, in order
     is_raw: bool = True
+    token_lines: tuple = ()  # the file line of each token (same length as tokens)
+    includes: tuple = ()  # quoted #include paths of the body, as spelled
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompiledBodies(Fact):
+    """What one factory call compiles (``loc`` is the call's).
+
+    ``bodies``: the HipSource of its source argument and of its header
+    argument (named constants, several for a concatenation of constants, or
+    the literal written at the call), then every project file those bodies
+    pull in with ``#include "..."``, transitively. ``unresolved``: what could
+    not be read (an argument that is neither a literal nor a known constant,
+    an include that names no project file), so a rule can fail closed.
+    """
+
+    bodies: tuple = ()  # HipSource
+    unresolved: tuple = ()  # human-readable descriptions
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -24,7 +24,10 @@ Per-file results are cached (see :class:`_Cache`); the joins never are.
 How rules consume it: iterate the fact lists (``index.port_tables``,
 ``index.invocations`` ...); use ``index.includers_of(path)`` for the
 translation units that see a header and ``index.call_graph`` (networkx
-DiGraph keyed by Clang USR, nodes carrying ``name``/``kind``) for reachability.
+DiGraph keyed by Clang USR, nodes carrying ``name``/``kind``) for reachability;
+``index.compiled_bodies[str(factory_call.loc)]`` says what a factory call
+compiles (source and header bodies, the project files they ``#include``, and
+what could not be read).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import hashlib
 import multiprocessing
 import os
 import pickle
+import re
 import sys
 import tempfile
 import time
@@ -48,6 +52,7 @@ from kernel_ports import __version__
 from kernel_ports.facts import (
     Accessor,
     ChainStep,
+    CompiledBodies,
     FactoryCall,
     Holder,
     HolderAccess,
@@ -62,7 +67,7 @@ from kernel_ports.facts import (
     sort_key,
     to_jsonable,
 )
-from kernel_ports.frontend import clang_fe, rust, witness as wit
+from kernel_ports.frontend import clang_fe, hip, rust, witness as wit
 
 def _code_digest() -> str:
     """The front ends' own source, so a changed extractor never reads stale cache entries."""
@@ -95,6 +100,7 @@ class ProjectIndex:
     holders: list = field(default_factory=list)
     refusals: list = field(default_factory=list)
     hip_sources: list = field(default_factory=list)
+    compiled_bodies: dict = field(default_factory=dict)  # str(factory call loc) -> CompiledBodies
     rust_gates: list = field(default_factory=list)
     seam_calls: list = field(default_factory=list)
     parse_quality: list = field(default_factory=list)
@@ -149,6 +155,10 @@ class ProjectIndex:
             "holders": lst(self.holders),
             "refusals": lst(self.refusals),
             "hip_sources": lst(self.hip_sources),
+            "compiled_bodies": {
+                k: {"bodies": [f"{h.loc.path}:{h.name}" for h in v.bodies], "unresolved": list(v.unresolved)}
+                for k, v in sorted(self.compiled_bodies.items())
+            },
             "rust_gates": lst(self.rust_gates),
             "seam_calls": lst(self.seam_calls),
             "files": [to_jsonable(q) for q in sorted(self.parse_quality, key=lambda q: (q.path, q.configuration))],
@@ -486,6 +496,10 @@ def build_index(registry, files, *, jobs: int = 2, use_cache: bool = True, cache
     for rel, conf in jobs_wanted:
         key = _sha(f"c|{comp_key}|{conf.name}|{conf.defines}|{rel}|{hashes[rel]}".encode())
         entry = cache.get(key) if rel not in fault_map else None
+        if entry is not None and not all(hashes.get(d) == h for d, h in entry[0].items()):
+            # an unchanged file includes the same headers: look for the entry
+            # parsed with the headers' current contents
+            entry = cache.get(_deps_key(key, {d: hashes.get(d) for d in entry[0]}))
         if entry is not None:
             deps, tu_res = entry
             if all(hashes.get(d) == h for d, h in deps.items()):
@@ -546,11 +560,13 @@ def build_index(registry, files, *, jobs: int = 2, use_cache: bool = True, cache
                 deps = {d: hashes[d] for d in res.files_walked if d in hashes}
                 deps[rel] = hashes[rel]
                 cache.put(key, (deps, res))
+                cache.put(_deps_key(key, deps), (deps, res))
     index.clang_files = sorted((r.path, r.configuration) for r in results if r.ok)
 
     # ---- 4. merge and join
     t0 = time.perf_counter()
     _merge(index, registry, results, witnessed, conv)
+    _compiled_bodies(index, by_path, known, search, cache)
     index.timings["join"] = time.perf_counter() - t0
     index.timings["total"] = time.perf_counter() - t_start
     return index
@@ -573,6 +589,11 @@ def _prelude_args(args: tuple, root: Path) -> tuple:
             continue
         out.append(a)
     return tuple(out)
+
+
+def _deps_key(key: str, deps: dict) -> str:
+    """The cache key of a parse made with these contents of the files it read."""
+    return _sha(f"{key}|{sorted(deps.items())}".encode())
 
 
 def _relative_dir(d, root: Path) -> Optional[str]:
@@ -914,9 +935,28 @@ def _merge(index: ProjectIndex, registry, results: list, witnessed: dict, conv) 
             fcs, _ = j.reach_from(a.accessor_usr, {})
             accessor_usrs[a.accessor_usr] = bool(fcs)
     is_accessor = {u for u, ok in accessor_usrs.items() if ok}
+    # a holder of its own type may build the kernel in the method called on it
+    # (`get_top_k_kernel().get()` where TopKKernel::get calls the factory)
+    method_builds: dict = {}
+
+    def _method_builds(accessor_usr, method):
+        key = (accessor_usr, method)
+        if key not in method_builds:
+            info = j.functions.get(accessor_usr)
+            ok = False
+            if info is not None and method and info.returns_ref:
+                cls = re.sub(r"<.*", "", info.returns_ref).split("::")[-1]
+                for usr, f in j.functions.items():
+                    if f.name == method and f.is_method_of and re.sub(r"<.*", "", f.is_method_of).split("::")[-1] == cls:
+                        if j.reach_from(usr, {})[0]:
+                            ok = True
+                            break
+            method_builds[key] = ok
+        return method_builds[key]
+
     has = []
     for cfg, a in raw_acc:
-        if a.accessor_usr not in is_accessor:
+        if a.accessor_usr not in is_accessor and not _method_builds(a.accessor_usr, a.method):
             continue
         accessor_uses.setdefault(a.accessor, (a.accessor_usr, (), None))
         encl = j.functions.get(a.enclosing_usr)
@@ -999,3 +1039,116 @@ def _merge(index: ProjectIndex, registry, results: list, witnessed: dict, conv) 
     index.hip_sources = sorted(index.hip_sources, key=sort_key)
     index.rust_gates = sorted(index.rust_gates, key=sort_key)
     index.unanalyzable = sorted(set(index.unanalyzable))
+
+
+# --------------------------------------------------------------------------
+# What each factory call compiles
+# --------------------------------------------------------------------------
+
+
+def _line_of_offset(starts: list, off: int) -> int:
+    import bisect
+
+    return bisect.bisect_right(starts, off)
+
+
+def _header_file_source(rel: str, f, cache: _Cache):
+    """A project file pulled into a kernel body by ``#include``, read as code."""
+    from kernel_ports.facts import HipSource
+
+    key = _sha(f"hf|{FRONTEND_VERSION}|{rel}|{_sha(f.data)}".encode())
+    got = cache.get(key)
+    if got is not None:
+        return got
+    scan = hip.scan_header_file(f.abspath)
+    starts = hip.line_starts(f.data)
+    got = HipSource(loc=Location(rel, 1, 1), name=rel, text=f.data.decode("utf-8", "replace"),
+                    identifiers=scan.identifiers, tokens=scan.tokens, is_raw=False,
+                    token_lines=tuple(_line_of_offset(starts, o) for o in scan.token_offsets),
+                    includes=scan.includes)
+    cache.put(key, got)
+    return got
+
+
+def _literal_source(fc, which: str, text: str, by_path: dict):
+    """A body written as a literal at the factory call, located in its file."""
+    f = by_path.get(fc.loc.path)
+    first_line = fc.loc.line
+    if f is not None and text:
+        starts = hip.line_starts(f.data)
+        begin = starts[fc.loc.line - 1] if fc.loc.line - 1 < len(starts) else 0
+        at = f.data.find(text.encode("utf-8"), begin)
+        if at >= 0:
+            first_line = _line_of_offset(starts, at)
+    got = wit.literal_pieces(text, first_line)
+    if got is None:
+        return None
+    joined, pieces = got
+    return wit.hip_source(fc.loc.path, f"{fc.loc}#{which}", first_line, fc.loc.column, joined, pieces,
+                          is_raw=any(raw for _, raw, _ in pieces))
+
+
+def _compiled_bodies(index: ProjectIndex, by_path: dict, known: set, search: list, cache: _Cache) -> None:
+    """For every factory call: the bodies it compiles (source, header, included files)."""
+    by_name: dict = {}
+    for h in index.hip_sources:
+        by_name.setdefault(h.name, []).append(h)
+    visible_cache: dict = {}
+
+    def visible(path):
+        if path not in visible_cache:
+            seen = set()
+            for tu in index.translation_units_of(path) or {path}:
+                seen.add(tu)
+                if tu in index.include_graph:
+                    seen |= nx.descendants(index.include_graph, tu)
+            visible_cache[path] = seen
+        return visible_cache[path]
+
+    extra: dict = {}
+    for fc in index.factory_calls:
+        bodies, unresolved = [], []
+        for which, literal, constants, text in (
+            ("source", fc.source_literal, fc.source_constants, fc.source_text),
+            ("header", fc.header_literal, fc.header_constants, fc.header_text),
+        ):
+            if literal is not None:
+                body = _literal_source(fc, which, text, by_path)
+                if body is None:
+                    unresolved.append(f"the {which} literal `{text[:60]}` could not be read")
+                else:
+                    extra.setdefault((body.loc.path, body.name), body)
+                    bodies.append(body)
+                continue
+            if not constants:
+                if which == "source" or text.strip():
+                    unresolved.append(f"the {which} argument `{text[:60]}` is neither a literal nor a named constant")
+                continue
+            for name in constants:
+                cands = by_name.get(name, [])
+                seen_from = visible(fc.loc.path)
+                near = [h for h in cands if h.loc.path in seen_from] or cands
+                if not near:
+                    unresolved.append(f"`{name}` ({which} argument) is not a string constant the front end could read")
+                bodies.extend(near)
+        # project files the bodies include, transitively
+        queue = list(bodies)
+        done = {(h.loc.path, h.name) for h in bodies}
+        while queue:
+            h = queue.pop(0)
+            for spelled in h.includes:
+                rel = _resolve_include(spelled, False, h.loc.path, known, search)
+                if rel is None:
+                    unresolved.append(f"`#include \"{spelled}\"` in {h.name} names no file in the project")
+                    continue
+                if (rel, rel) in done:
+                    continue
+                done.add((rel, rel))
+                body = _header_file_source(rel, by_path[rel], cache)
+                extra.setdefault((rel, rel), body)
+                bodies.append(body)
+                queue.append(body)
+        index.compiled_bodies[str(fc.loc)] = CompiledBodies(
+            loc=fc.loc, configurations=fc.configurations, bodies=tuple(bodies), unresolved=tuple(unresolved))
+    have = {(h.loc.path, h.name) for h in index.hip_sources}
+    index.hip_sources = sorted(index.hip_sources + [b for k, b in extra.items() if k not in have], key=sort_key)

@@ -55,6 +55,8 @@ def analyze(registry, options: Options | None = None) -> Result:
             continue
         rules_run.extend(wanted)
         raw.extend(f for f in rule.check(ctx) if f.rule in rule.codes)
+    # Exemptions are judged with the findings (KP401 stale, KP402 invalid).
+    rules_run.extend(c for c in ("KP401", "KP402") if options.policy.selected(c))
     findings = apply_policy(raw, registry, options.policy)
     summary = make_summary(registry, scope, index, findings, sorted(set(rules_run)))
     return Result(findings, summary, index)

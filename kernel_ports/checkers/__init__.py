@@ -32,6 +32,15 @@ def all_rules() -> list[Rule]:
 
 def _registered() -> list[type[Rule]]:
     from kernel_ports.checkers.analysis import FrontEndFailures
+    from kernel_ports.checkers.dispatch import (
+        AnyWaveLaneOp,
+        BackendComparison,
+        BackendEnumeratingGate,
+        DirectHolderAccess,
+        HandRolledRefusal,
+        PredicateNotFromTable,
+        TestSeamOutsideTests,
+    )
     from kernel_ports.checkers.drift import (
         DispatchMismatch,
         KernelNotInCode,
@@ -44,6 +53,13 @@ def _registered() -> list[type[Rule]]:
 
     return [
         FrontEndFailures,
+        BackendComparison,
+        HandRolledRefusal,
+        DirectHolderAccess,
+        BackendEnumeratingGate,
+        AnyWaveLaneOp,
+        TestSeamOutsideTests,
+        PredicateNotFromTable,
         DtypeKeys,
         TableNotInRegistry,
         KernelNotInCode,

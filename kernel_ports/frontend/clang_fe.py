@@ -2287,7 +2287,19 @@ class _Walker:
                             return "param", ps[i].get_usr()
         if p.kind == K.MEMBER_REF and len(par) >= 1:
             return "field", p.referenced.get_usr() if p.referenced is not None else None
-        # constructor member initialiser: MEMBER_REF sibling precedes the value
+        # a default member initialiser: `GpuKernelBackend kind = gpu_kernel_backend();`
+        if p.kind == K.FIELD_DECL:
+            return "field", p.get_usr()
+        # a constructor member initialiser `: kind(gpu_kernel_backend())`: the
+        # MEMBER_REF naming the member precedes the value among the constructor's children
+        if p.kind == K.CONSTRUCTOR:
+            prev = None
+            for ch in p.get_children():
+                if ch == node:
+                    if prev is not None and prev.kind == K.MEMBER_REF and prev.referenced is not None:
+                        return "field", prev.referenced.get_usr()
+                    return None
+                prev = ch
         return None
 
     def _test_context(self, c, parents):

@@ -8,8 +8,12 @@ wavefront macro), so identifiers inside ``#if`` conditions and ``#define``
 bodies are listed as well; their text is tokenised with the same comment
 stripping.
 
-``scan_header_file`` reads a header file passed as a factory's ``header``
-argument the same way.
+``scan_header_file`` reads a header file the same way: a project file that a
+body pulls in with ``#include "..."`` is compiled with it.
+
+Each token carries its byte offset in the text (``token_offsets``), so a
+caller that knows where the text sits in a file can name the line of a token;
+``includes`` lists the quoted ``#include`` paths of the text, as spelled.
 """
 
 from __future__ import annotations
@@ -32,37 +36,75 @@ class BodyScan:
     identifiers: tuple  # distinct identifiers, in first-use order
     tokens: tuple  # all code tokens in order (identifiers, numbers, punctuation)
     has_errors: bool
+    token_offsets: tuple = ()  # UTF-8 byte offset in the text of each token
+    includes: tuple = ()  # quoted #include paths, as spelled, in order
+
+
+def _blank(m) -> str:
+    # keep the newlines of a stripped comment, so offsets after it stay right
+    return "".join(ch if ch == "\n" else " " for ch in m.group(0))
 
 
 def _pp_tokens(text: str) -> list:
-    return _TOKEN_RE.findall(_STRIP_RE.sub(" ", text))
+    return _TOKEN_RE.findall(_STRIP_RE.sub(_blank, text))
+
+
+def _pp_tokens_at(text: str, base: int) -> list:
+    """(token, byte offset) of preprocessor text starting at byte ``base``."""
+    stripped = _STRIP_RE.sub(_blank, text)
+    return [(m.group(0), base + len(stripped[: m.start()].encode("utf-8"))) for m in _TOKEN_RE.finditer(stripped)]
 
 
 def scan_body(text: str) -> BodyScan:
     data = text.encode("utf-8")
     tree = cpp_parser().parse(data)
     tokens: list = []
+    offsets: list = []
+    includes: list = []
     stack = [tree.root_node]
     while stack:
         node = stack.pop()
         t = node.type
         if t in _LEAF_SKIP:
             continue
+        if t == "preproc_include":
+            path = node.child_by_field_name("path")
+            if path is not None and path.type == "string_literal":
+                includes.append(path.text.decode("utf-8", "replace").strip().strip('"'))
         if t in _PP_TEXT:
-            tokens.extend(_pp_tokens(node.text.decode("utf-8", "replace")))
+            for tok, off in _pp_tokens_at(node.text.decode("utf-8", "replace"), node.start_byte):
+                tokens.append(tok)
+                offsets.append(off)
             continue
         if node.child_count == 0:
             tok = node.text.decode("utf-8", "replace")
             if tok.strip():
                 # tree-sitter leaves some multi-char runs (e.g. ERROR recovery) as one leaf
-                tokens.extend(_TOKEN_RE.findall(tok) if " " in tok else [tok])
+                if " " in tok:
+                    for m in _TOKEN_RE.finditer(tok):
+                        tokens.append(m.group(0))
+                        offsets.append(node.start_byte + len(tok[: m.start()].encode("utf-8")))
+                else:
+                    tokens.append(tok)
+                    offsets.append(node.start_byte)
             continue
         stack.extend(reversed(node.children))
     seen = {}
     for tok in tokens:
         if (tok[0].isalpha() or tok[0] == "_") and tok not in seen:
             seen[tok] = None
-    return BodyScan(identifiers=tuple(seen), tokens=tuple(tokens), has_errors=tree.root_node.has_error)
+    return BodyScan(identifiers=tuple(seen), tokens=tuple(tokens), has_errors=tree.root_node.has_error,
+                    token_offsets=tuple(offsets), includes=tuple(includes))
+
+
+def line_starts(data: bytes) -> list:
+    """Byte offsets at which the lines of ``data`` start (line 1 at index 0)."""
+    out = [0]
+    at = data.find(b"\n")
+    while at >= 0:
+        out.append(at + 1)
+        at = data.find(b"\n", at + 1)
+    return out
 
 
 def scan_header_file(path) -> BodyScan:

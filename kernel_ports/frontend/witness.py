@@ -64,6 +64,7 @@ class StringConstant:
     is_raw: bool
     line: int
     column: int
+    pieces: tuple = ()  # ((first line of the piece's content, is_raw, content text), ...)
 
 
 @dataclass
@@ -154,6 +155,15 @@ _ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", '"': '"', "'": "'", "0": "\0", "r"
 
 def _unescape(body: str) -> str:
     return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(1)), body)
+
+
+def _content_line(node, is_raw: bool) -> int:
+    """1-based line where a literal piece's characters start."""
+    if is_raw:
+        content = [c for c in node.named_children if c.type == "raw_string_content"]
+        if content:
+            return content[0].start_point.row + 1
+    return node.start_point.row + 1
 
 
 def _string_pieces(node):
@@ -297,26 +307,78 @@ def _declaration(node, names: WitnessNames, res: WitnessResult) -> None:
                         is_raw=is_raw,
                         line=d.start_point.row + 1,
                         column=d.start_point.column + 1,
+                        pieces=tuple((_content_line(n, raw), raw, p) for p, raw, n in pieces),
                     )
                 )
 
 
-def hip_sources(result: WitnessResult) -> list:
-    """HipSource facts for a file's kernel-body constants (tokens filled by hip.scan)."""
+def token_lines(scan, pieces) -> tuple:
+    """The file line of each token of a body joined from literal pieces.
+
+    ``pieces``: ((first content line, is_raw, text), ...). Inside a raw piece
+    lines follow the file; an escaped piece is on one line as far as the file
+    goes, so its tokens take that line.
+    """
+    spans = []  # (start byte in the joined text, piece bytes, first line, is_raw)
+    at = 0
+    for line, raw, text in pieces:
+        data = text.encode("utf-8")
+        spans.append((at, data, line, raw))
+        at += len(data)
+    out = []
+    i = 0
+    for off in scan.token_offsets:
+        while i + 1 < len(spans) and off >= spans[i + 1][0]:
+            i += 1
+        start, data, line, raw = spans[i]
+        out.append(line + data.count(b"\n", 0, max(0, off - start)) if raw else line)
+    return tuple(out)
+
+
+def literal_pieces(text: str, first_line: int):
+    """Pieces of a string-literal expression as written (raw or escaped,
+    concatenated), whose first character sits on ``first_line``: (joined
+    text, pieces as for ``token_lines``); None when it is not only literals."""
+    prefix = b"auto __kp_literal = "
+    tree = cpp_parser().parse(prefix + text.encode("utf-8") + b";")
+    node = tree.root_node
+    value = None
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.type == "init_declarator":
+            value = n.child_by_field_name("value")
+            break
+        stack.extend(reversed(n.named_children))
+    pieces = _string_pieces(value) if value is not None else None
+    if not pieces:
+        return None
+    spans = tuple((_content_line(n, raw) - 1 + first_line, raw, p) for p, raw, n in pieces)
+    return "".join(p for p, _, _ in pieces), spans
+
+
+def hip_source(path: str, name: str, line: int, column: int, text: str, pieces, piece_locs=(), is_raw=True) -> HipSource:
+    """A HipSource for body text whose pieces' places are known (see ``token_lines``)."""
     from kernel_ports.frontend.hip import scan_body
 
-    out = []
-    for sc in result.string_constants:
-        scan = scan_body(sc.text)
-        out.append(
-            HipSource(
-                loc=Location(result.path, sc.line, sc.column),
-                name=sc.name,
-                text=sc.text,
-                piece_locs=tuple(Location(result.path, l, c) for l, c in sc.piece_lines),
-                identifiers=scan.identifiers,
-                tokens=scan.tokens,
-                is_raw=sc.is_raw,
-            )
-        )
-    return out
+    scan = scan_body(text)
+    return HipSource(
+        loc=Location(path, line, column),
+        name=name,
+        text=text,
+        piece_locs=tuple(piece_locs),
+        identifiers=scan.identifiers,
+        tokens=scan.tokens,
+        is_raw=is_raw,
+        token_lines=token_lines(scan, pieces),
+        includes=scan.includes,
+    )
+
+
+def hip_sources(result: WitnessResult) -> list:
+    """HipSource facts for a file's kernel-body constants (tokens filled by hip.scan)."""
+    return [
+        hip_source(result.path, sc.name, sc.line, sc.column, sc.text, sc.pieces,
+                   piece_locs=tuple(Location(result.path, l, c) for l, c in sc.piece_lines), is_raw=sc.is_raw)
+        for sc in result.string_constants
+    ]
