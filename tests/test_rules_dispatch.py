@@ -382,7 +382,10 @@ def test_kp103_slots_stay_quiet(tmp_path_factory, kp_cache):
                "mlx::core::fast::CustomKernelFunction& rope_cuda_port() {\n  return get_rope_kernel_cuda().get();  // d:slot-function\n}\n\n"),
     ]
     copy, result = run_copy(tmp_path_factory, kp_cache, "kp103-slots", muts)
-    assert result.findings == [], describe(result)
+    # The getter function's own name is the slot's accessor for the drift
+    # rules (KP303 would want `cuda: rope_cuda_port`); only dispatch rules count here.
+    dispatch = [f for f in result.findings if f.rule.startswith("KP1")]
+    assert dispatch == [], describe(result)
     assert_quiet(copy, result, ROPE, "d:slot-bound-ref")
     assert_quiet(copy, result, ROPE, "d:slot-function")
 
