@@ -22,3 +22,21 @@ def write_registry(tmp_path):
         return path
 
     return write
+
+
+@pytest.fixture(scope="session")
+def kp_cache(tmp_path_factory):
+    """One parse cache for the whole session: entries are keyed by content, so
+    mutated copies of the engine re-parse only the files they change."""
+    path = tmp_path_factory.getbasetemp() / "kp-shared-cache" / "kernel-ports"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@pytest.fixture(scope="session", autouse=True)
+def cli_cache_home(kp_cache):
+    """Runs through the CLI find the same cache via XDG_CACHE_HOME."""
+    patch = pytest.MonkeyPatch()
+    patch.setenv("XDG_CACHE_HOME", str(kp_cache.parent))
+    yield
+    patch.undo()

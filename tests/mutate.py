@@ -84,6 +84,12 @@ def check(copy: Copy, cache_dir=None, **policy):
     return analyze(registry, options)
 
 
+def run_copy(tmp_path_factory, cache_dir, name: str, mutations):
+    """A mutated copy in a fresh directory, and the check's result on it."""
+    copy = engine_copy(tmp_path_factory.mktemp(name), *mutations)
+    return copy, check(copy, cache_dir=cache_dir)
+
+
 def findings_at(result, code: str, path: str, line: int | None = None):
     return [f for f in result.findings if f.rule == code and f.path == path and (line is None or f.line == line)]
 

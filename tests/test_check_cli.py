@@ -4,7 +4,6 @@ formats, fail-closed reading, and the summary of what was checked."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import jsonschema
@@ -16,17 +15,6 @@ from tests.mutate import REGISTRY_KEY, Mutation, engine_copy
 SARIF_SCHEMA = Path(__file__).resolve().parents[2] / "shared" / "data" / "sarif-schema-2.1.0.json"
 LAUNCHER = "src/lib/mlx-cpp/turbo/fused_norm.cpp"
 KEYED = '{{"T", x.dtype()}, {"N", n}}'
-
-
-@pytest.fixture(scope="module", autouse=True)
-def shared_cache(tmp_path_factory):
-    old = os.environ.get("XDG_CACHE_HOME")
-    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("cache"))
-    yield
-    if old is None:
-        os.environ.pop("XDG_CACHE_HOME", None)
-    else:
-        os.environ["XDG_CACHE_HOME"] = old
 
 
 @pytest.fixture(scope="module")

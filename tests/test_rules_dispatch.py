@@ -16,7 +16,7 @@ import pytest
 
 from kernel_ports.checkers.lane_ops import LANE_OPS, find_lane_ops
 from kernel_ports.cli import main
-from tests.mutate import REGISTRY_KEY, Mutation, check, describe, engine_copy, findings_at
+from tests.mutate import REGISTRY_KEY, Mutation, describe, engine_copy, findings_at, run_copy
 
 TURBO = "src/lib/mlx-cpp/turbo/"
 ROPE = TURBO + "rope.cpp"
@@ -59,19 +59,6 @@ class Case:
     path: str  # where the finding must be (registry path: REGISTRY_KEY)
     tag: str  # text on the finding's line in the mutated copy
     mutations: tuple
-
-
-@pytest.fixture(scope="session")
-def kp_cache(tmp_path_factory):
-    """One parse cache for every rule test module of the session (keyed by content)."""
-    path = tmp_path_factory.getbasetemp() / "kp-shared-cache" / "kernel-ports"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def run_copy(tmp_path_factory, cache, name, mutations):
-    copy = engine_copy(tmp_path_factory.mktemp(name), *mutations)
-    return copy, check(copy, cache_dir=cache)
 
 
 def assert_caught(case: Case, copy, result):

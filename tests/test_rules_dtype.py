@@ -15,7 +15,7 @@ import json
 import pytest
 
 from kernel_ports import cli
-from tests.mutate import REGISTRY_KEY, Mutation, check, describe, engine_copy, findings_at
+from tests.mutate import REGISTRY_KEY, Mutation, describe, engine_copy, findings_at, run_copy
 
 TURBO = "src/lib/mlx-cpp/turbo"
 NORM = f"{TURBO}/fused_norm.cpp"
@@ -185,13 +185,11 @@ DTYPE_CODES = ("KP201", "KP202")
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("kp-dtype-cache") / "kernel-ports"
+def cache_dir(kp_cache):
+    return kp_cache
 
 
-def _run(tmp_path_factory, cache_dir, name, mutations):
-    copy = engine_copy(tmp_path_factory.mktemp(name), *mutations)
-    return copy, check(copy, cache_dir=cache_dir)
+_run = run_copy
 
 
 @pytest.fixture(scope="module")

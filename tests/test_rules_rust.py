@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.mutate import REGISTRY_KEY, Mutation, check, describe, engine_copy, findings_at
+from tests.mutate import REGISTRY_KEY, Mutation, describe, findings_at, run_copy
 
 CRATE = "src/lib/engine-core/src/"
 GATES = CRATE + "gates.rs"
@@ -21,19 +21,6 @@ NORM_GATE = "    unsafe { ffi::fused_add_rms_norm_available() }\n"
 KV_GATE = "    unsafe { ffi::kv_write_available() }\n"
 ATTENTION_CHAIN = "    if unsafe { ffi::sdpa_available() } {\n        AttentionPath::Fused\n    } else {\n"
 GATES_TAIL = "/// Sampling: a chain over the sampling kernels' own predicates.\n"
-
-
-@pytest.fixture(scope="session")
-def kp_cache(tmp_path_factory):
-    """The parse cache shared with the C++ rule tests (same directory, keyed by content)."""
-    path = tmp_path_factory.getbasetemp() / "kp-shared-cache" / "kernel-ports"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def run_copy(tmp_path_factory, cache, name, mutations):
-    copy = engine_copy(tmp_path_factory.mktemp(name), *mutations)
-    return copy, check(copy, cache_dir=cache)
 
 
 def before(path, anchor, code):

@@ -12,9 +12,7 @@ from tests.mutate import Mutation, engine_copy
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    cache = tmp_path_factory.mktemp("cache")
-
+def run():
     def run(capsys, *argv, registry=REGISTRY, root=None):
         extra = ["--root", str(root)] if root else []
         code = main([*argv, "--registry", str(registry), *extra])
@@ -22,15 +20,7 @@ def run(tmp_path_factory):
         assert err == "", err
         return code, out
 
-    import os
-
-    old = os.environ.get("XDG_CACHE_HOME")
-    os.environ["XDG_CACHE_HOME"] = str(cache)
-    yield run
-    if old is None:
-        os.environ.pop("XDG_CACHE_HOME", None)
-    else:
-        os.environ["XDG_CACHE_HOME"] = old
+    return run
 
 
 def test_facts_json_lists_every_kind(run, capsys):
