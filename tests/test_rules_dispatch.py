@@ -159,6 +159,31 @@ KP101_CASES = [
          "  const bool use_cuda = mlx::core::cu::is_available();  // v:bool-local\n  (void)use_cuda;\n"),)),
     Case("macro-expansion", "KP101", ROPE, "v:macro", (ROPE_PROBE_NS, after(ROPE, ROPE_BODY,
          "  if (ROPE_ON_CUDA()) { (void)dims; }  // v:macro\n"))),
+    # a holder that stores a backend it is constructed with at run time: the factory's switch is a runtime test
+    Case("holder-member-from-query", "KP101", ROPE, "v:holder-member", (after(ROPE, ROPE_NS, """
+mlx::core::fast::CustomKernelFunction build_rope_any(GpuKernelBackend which) {
+  switch (which) {  // v:holder-member
+    case GpuKernelBackend::Metal:
+      return mlx::core::fast::metal_kernel("rope_any", {"x"}, {"y"}, "y[0] = x[0];");
+    default:
+      return mlx::core::fast::cuda_kernel("rope_any", {"x"}, {"y"}, "y[0] = x[0];");
+  }
+}
+struct RopeAnySlot {
+  std::optional<mlx::core::fast::CustomKernelFunction> fn;
+  std::once_flag once;
+  GpuKernelBackend which;
+  explicit RopeAnySlot(GpuKernelBackend w) : which(w) {}
+  mlx::core::fast::CustomKernelFunction& get() {
+    std::call_once(once, [this] { fn = build_rope_any(which); });
+    return *fn;
+  }
+};
+RopeAnySlot& rope_any_slot() {
+  static RopeAnySlot slot(gpu_kernel_backend());
+  return slot;
+}
+"""),)),
     Case("header", "KP101", ATTENTION_LAUNCH, "v:header", (after(ATTENTION_LAUNCH, "  const int heads = q.shape(0);\n",
          "  const int lanes = gpu_kernel_backend() == GpuKernelBackend::Cuda ? 32 : 64;  // v:header\n  (void)lanes;\n"),
          after(ATTENTION_LAUNCH, '#include "mlx/mlx.h"\n', '#include "turbo/gpu_backend.h"\n'))),
@@ -221,6 +246,33 @@ KP101_DECOYS = [
         "template <GpuKernelBackend B>\nint rope_lanes() {\n  if constexpr (B == GpuKernelBackend::Rocm) {  // d:template\n    return 64;\n  }\n"
         "  switch (B) {  // d:template-switch\n    case GpuKernelBackend::Cuda:\n      return 32;\n    default:\n      return 1;\n  }\n}\n"
         "int rope_width_for(GpuKernelBackend backend) {\n  return backend == GpuKernelBackend::Metal ? 32 : 64;  // d:constant-argument\n}\n")),
+    # a holder that stores the backend its templated accessor is instantiated with, read by its factory inside
+    # call_once: the factory's switch is the slot's compile-time choice
+    ("holder-member-from-template", ROPE, "d:holder-member", after(ROPE, ROPE_NS, """
+mlx::core::fast::CustomKernelFunction build_rope_probe(GpuKernelBackend which) {
+  switch (which) {  // d:holder-member
+    case GpuKernelBackend::Metal:
+      return mlx::core::fast::metal_kernel("rope_probe", {"x"}, {"y"}, "y[0] = x[0];");
+    default:
+      return mlx::core::fast::cuda_kernel("rope_probe", {"x"}, {"y"}, "y[0] = x[0];");
+  }
+}
+struct RopeProbeSlot {
+  std::optional<mlx::core::fast::CustomKernelFunction> fn;
+  std::once_flag once;
+  GpuKernelBackend which;
+  explicit RopeProbeSlot(GpuKernelBackend w) : which(w) {}
+  mlx::core::fast::CustomKernelFunction& get() {
+    std::call_once(once, [this] { fn = build_rope_probe(which); });
+    return *fn;
+  }
+};
+template <GpuKernelBackend B>
+RopeProbeSlot& rope_probe_slot() {
+  static RopeProbeSlot slot(B);
+  return slot;
+}
+""")),
     ("templated-backend-use", ROPE, "d:template-use", after(ROPE, ROPE_BODY,
         "  const int lanes = rope_lanes<GpuKernelBackend::Cuda>() + rope_width_for(GpuKernelBackend::Rocm);  // d:template-use\n  (void)lanes;\n")),
     ("helper-file", KERNEL_PORT, "d:helper", after(KERNEL_PORT, "  const KernelPortGetter port = port_for_running_backend(ports);\n",

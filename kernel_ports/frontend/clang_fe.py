@@ -556,6 +556,7 @@ class _Walker:
         self.callers: dict = {}  # usr -> [(caller ctx, call cursor)]
         self.query_usrs: dict = {}  # usr -> query qualified name (incl. wrappers, tainted decls)
         self.enum_uses: list = []  # (cursor, parents, ctx) decl refs of backend-enum-typed params
+        self.field_writes: dict = {}  # field usr -> [(value cursor, ctx)]: initialisers and assignments in this TU
         self.backend_enum: Optional[str] = None
         self.ifs_with_throw: list = []  # (if cursor, ctx)
         self.sites: list = []  # ("call", callee usr | "use", decl usr, cursor, parents, ctx): data-flow sites
@@ -810,6 +811,7 @@ class _Walker:
         if init is None:
             return
         ctx = self._pseudo_ctx(record, "init")
+        self.field_writes.setdefault(field_cursor.get_usr(), []).append((init, ctx))
         self.expr(init, ctx, [field_cursor])
 
     def _var_init(self, c):
@@ -868,10 +870,14 @@ class _Walker:
             # members initialised in the class body run with every constructor
             if parent is not None:
                 info.calls.append(CallEdge(f"{parent.get_usr()}#init", self.qname(parent), self.qname(parent), info.loc, (), ()))
+            member = None
             for ch in c.get_children():
                 if ch.kind == K.MEMBER_REF:
-                    pass
+                    member = ch.referenced
                 elif ch.kind.is_expression():
+                    if member is not None and member.kind == K.FIELD_DECL:
+                        self.field_writes.setdefault(member.get_usr(), []).append((ch, ctx))
+                    member = None
                     self.expr(ch, ctx, [c])
         self._prescan(body, ctx)
         if c.kind in (K.FUNCTION_DECL, K.CXX_METHOD, K.FUNCTION_TEMPLATE):
@@ -932,6 +938,8 @@ class _Walker:
                     lhs = self.strip(ch[0])
                     if lhs.kind in (K.DECL_REF_EXPR, K.MEMBER_REF_EXPR) and lhs.referenced is not None:
                         ctx.assigns.setdefault(lhs.referenced.get_usr(), []).append(ch[-1])
+                        if lhs.referenced.kind == K.FIELD_DECL:
+                            self.field_writes.setdefault(lhs.referenced.get_usr(), []).append((ch[-1], ctx))
             stack.extend(c.get_children())
 
     # ----------------------------------------------------------- statements
@@ -2359,24 +2367,61 @@ class _Walker:
         return None
 
     def _param_origin(self, ctx, parm) -> str:
-        """compile_time when every call in this TU passes a constant (or a template parameter)."""
-        idx = ctx.params.get(parm.get_usr())
+        """compile_time when every call in this TU passes a constant (or a template parameter).
+
+        An argument that is a member (a holder's ``backend`` field read inside
+        its ``get()``) is followed to every value this TU writes into the
+        member (constructor initialisers, default initialisers, assignments),
+        and a parameter of the caller to that caller's own callers, so a holder
+        constructed with the accessor's template parameter is compile-time.
+        """
+        kinds = self._param_value_kinds(ctx, ctx.params.get(parm.get_usr()), set())
+        if "query" in kinds:
+            return "runtime"
+        if kinds and kinds <= {"const", "tparam"}:
+            return "compile_time"
+        return "unknown"
+
+    def _param_value_kinds(self, ctx, idx, seen) -> set:
+        """Kinds of value (const, tparam, query, unknown ...) every caller in this TU passes as parameter idx."""
+        key = (ctx.info.usr, idx)
+        if key in seen:
+            return set()  # a cycle adds nothing new
+        seen.add(key)
         callers = self.callers.get(ctx.info.usr, [])
-        if idx is None or not callers:
-            return "unknown"
+        if idx is None or not callers or len(seen) > 12:
+            return {"unknown"}
         kinds = set()
         for cctx, call in callers:
-            args = list(call.get_children())[1:]
+            args = self._call_args(call)
             if idx >= len(args):
                 kinds.add("unknown")
                 continue
-            for ref in self.sources(args[idx], cctx, shallow=True):
+            kinds |= self._value_kinds(args[idx], cctx, seen)
+        return kinds
+
+    def _value_kinds(self, e, ctx, seen) -> set:
+        K = self.K
+        s = self.strip(e)
+        if s.kind == K.MEMBER_REF_EXPR and s.referenced is not None and s.referenced.kind == K.FIELD_DECL:
+            fkey = ("field", s.referenced.get_usr())
+            if fkey in seen:
+                return set()
+            seen.add(fkey)
+            writes = self.field_writes.get(s.referenced.get_usr())
+            if not writes:
+                return {"unknown"}
+            kinds = set()
+            for value, wctx in writes:
+                kinds |= self._value_kinds(value, wctx, seen)
+            return kinds
+        kinds = set()
+        for ref in self.sources(e, ctx, shallow=True):
+            if ref[0] == "param" and isinstance(ref[1], int) and ref[1] >= 0:
+                kinds |= self._param_value_kinds(ctx, ref[1], seen)
+            else:
                 kinds.add(ref[0])
-        if "query" in kinds:
-            return "runtime"
-        if kinds <= {"const", "tparam"}:
-            return "compile_time"
-        return "unknown"
+        return kinds
 
     # ---------------------------------------------------------- refusals
     def _refusals(self):
