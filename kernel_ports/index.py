@@ -939,20 +939,27 @@ def _merge(index: ProjectIndex, registry, results: list, witnessed: dict, conv) 
     # (`get_top_k_kernel().get()` where TopKKernel::get calls the factory)
     method_builds: dict = {}
 
-    def _method_builds(accessor_usr, method):
+    def _method_factories(accessor_usr, method) -> list:
+        """Factory calls reached by `method` of the holder type the accessor returns."""
         key = (accessor_usr, method)
         if key not in method_builds:
             info = j.functions.get(accessor_usr)
-            ok = False
+            found = []
             if info is not None and method and info.returns_ref:
                 cls = re.sub(r"<.*", "", info.returns_ref).split("::")[-1]
                 for usr, f in j.functions.items():
                     if f.name == method and f.is_method_of and re.sub(r"<.*", "", f.is_method_of).split("::")[-1] == cls:
-                        if j.reach_from(usr, {})[0]:
-                            ok = True
-                            break
-            method_builds[key] = ok
+                        found += j.reach_from(usr, {})[0]
+            method_builds[key] = found
         return method_builds[key]
+
+    def _method_builds(accessor_usr, method):
+        return bool(_method_factories(accessor_usr, method))
+
+    methods_used: dict = {}  # accessor usr -> methods called on its holder outside slots
+    for _, a in raw_acc:
+        if a.method:
+            methods_used.setdefault(a.accessor_usr, set()).add(a.method)
 
     has = []
     for cfg, a in raw_acc:
@@ -982,6 +989,10 @@ def _merge(index: ProjectIndex, registry, results: list, witnessed: dict, conv) 
             if t and t[0] == "const" and i < len(info.template_params):
                 env[info.template_params[i]] = t[1]
         fcs, _ = j.reach_from(usr, env)
+        # a holder of its own type builds the kernel in the method called on it
+        # (`get_x_kernel().get()`): what that method reaches is the accessor's too
+        extra = [fc for m in sorted(methods_used.get(usr, ())) for fc in _method_factories(usr, m)]
+        fcs = list({fc.loc: fc for fc in list(fcs) + extra}.values())
         accs.append(Accessor(loc=info.loc, configurations=frozenset(j.fn_configs.get(usr, ())), name=spelling,
                              function=info.qualified_name, usr=usr, holder_type=htype or info.returns_ref,
                              factory_calls=tuple(sorted(fcs, key=sort_key))))

@@ -48,3 +48,14 @@ def test_holder_whose_method_builds_the_kernel(tmp_path):
     own = by_line.get(_line("own"))
     assert own is not None and own.kind == "accessor_get" and own.accessor == "get_own_kernel" and own.method == "get"
     assert _line("plain") not in by_line
+
+
+def test_accessor_of_such_a_holder_reaches_the_method_factory(tmp_path):
+    write_tree(tmp_path, {"src/holder.cpp": HOLDER_CPP})
+    reg = make_registry(tmp_path)
+    idx = build_index(reg, files_under(reg.root), jobs=1, use_cache=False)
+    (acc,) = [a for a in idx.accessors if a.name == "get_own_kernel"]
+    assert [fc.backend for fc in acc.factory_calls] == ["metal"]
+    (holder,) = [h for h in idx.holders if h.accessor.endswith("get_own_kernel")]
+    assert [fc.backend for fc in holder.factory_calls] == ["metal"]
+    assert not [a for a in idx.accessors if a.name == "get_plain"]
