@@ -175,6 +175,10 @@ array swiglu(const array& gate, const array& up) {"""),
       false,
       {});
   return outputs[0];""", "  return launch_swiglu(kernel, gate, up, size, gate.dtype());"),
+    # the Metal-only top_k kernel taken straight from its accessor (KP103's business), launched without a dtype
+    # key: the holder's own get() builds it with metal_kernel only, whose cache key has the input dtypes
+    Mutation(SAMPLING, 'kernel = select_kernel_port("top_k_indices", "mlx::core::argpartition", top_k_ports());',
+             "kernel = get_top_k_kernel().get();  // q:metal-holder"),
     # KP202 quiet: an uncast input checked equal to the keyed input's dtype
     Mutation(KV, "const array fresh = mlx::core::astype(values, cache.dtype());",
              "if (values.dtype() != cache.dtype()) {\n    throw std::invalid_argument(\"kv_cache_write: values must match the cache dtype\");\n  }\n"
@@ -323,6 +327,7 @@ def test_kernel_taken_from_an_accessor_fails_closed(negative_2):
     copy, result = negative_2
     (f,) = _one(result, "KP201", ATT_H, copy.line_of(ATT_H, ATT_LAUNCH), kernel=None)
     assert "straight from the accessor" in f.message and "get_sdpa_exact_kernel_cuda" in f.message
+    assert "with a cuda factory" in f.message
 
 
 # --- KP202 -------------------------------------------------------------------------
@@ -375,6 +380,15 @@ def test_quiet_metal_only_table_without_key(quiet):
     assert _dtype_findings(result, SAMPLING) == [], describe(result)
     # the decoy is real: gumbel's launch now has no dtype key at all
     assert '"T"' not in copy.file(SAMPLING).read_text().split("array gumbel_sample(")[1]
+
+
+def test_quiet_accessor_that_builds_only_metal_kernels(quiet):
+    copy, result = quiet
+    line = copy.line_of(SAMPLING, "q:metal-holder")
+    assert findings_at(result, "KP103", SAMPLING, line), describe(result)  # the bypass itself is still reported
+    assert _dtype_findings(result, SAMPLING) == [], describe(result)
+    body = copy.file(SAMPLING).read_text().split("array top_k_indices(")[1].split("return outputs")[0]
+    assert "get_top_k_kernel().get()" in body and "{\"T\"" not in body
 
 
 def test_quiet_dtype_bound_to_a_local(quiet):
