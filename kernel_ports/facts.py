@@ -285,6 +285,8 @@ class Predicate(Fact):
     default_device_check: bool
     unresolved_tables: bool = False  # a has_kernel_port argument could not be resolved
     returns_bool: bool = True  # False: a function that consults has_kernel_port but answers no yes/no question
+    forwards_to: Optional[str] = None  # qualified name of the one function whose result it returns unchanged, when it
+    # calls nothing else (a bridge wrapper `bool f() { return ns::f(); }`)
 
 
 # --------------------------------------------------------------------------

@@ -814,6 +814,21 @@ class _Joiner:
         return out, unknown, accessors
 
 
+def _forwarded(info) -> Optional[str]:
+    """The function a wrapper forwards to: every return returns that one call's result and it calls nothing else."""
+    if info is None or not info.returned:
+        return None
+    refs = set(info.returned)
+    if len(refs) != 1:
+        return None
+    (ref,) = refs
+    if ref[0] != "call":
+        return None
+    if {e.callee_usr for e in info.calls} != {ref[1]} or info.backend_queries or info.has_port_args:
+        return None
+    return ref[2]
+
+
 def _merge(index: ProjectIndex, registry, results: list, witnessed: dict, conv) -> None:
     j = _Joiner(index, registry, results, conv)
     index.functions = j.functions
@@ -883,7 +898,8 @@ def _merge(index: ProjectIndex, registry, results: list, witnessed: dict, conv) 
                 found, u, _ = j.resolve(refs, rp.fact_args["usr"], want=("table",))
                 tables |= {n for k, n in found if k == "table"}
                 unknown = unknown or u
-            preds.append(Predicate(tables=tuple(sorted(tables)), unresolved_tables=unknown, **rp.fact_args))
+            preds.append(Predicate(tables=tuple(sorted(tables)), unresolved_tables=unknown,
+                                   forwards_to=_forwarded(j.functions.get(rp.fact_args["usr"])), **rp.fact_args))
     index.predicates = _merge_configs(preds)
 
     # port tables and their slots
