@@ -643,6 +643,23 @@ KP107_CASES = [
     Case("table-not-followed", "KP107", NORM, "bool fused_add_rms_norm_available() {", (
          Mutation(NORM, "  return has_kernel_port(fused_norm_ports());\n", "  return has_kernel_port(fused_norm_table_for_device());\n"),
          before(NORM, "bool fused_add_rms_norm_available() {\n", "const KernelPorts& fused_norm_table_for_device();\n\n"))),
+    # bridge wrappers with a registry predicate's name that forward elsewhere, or do not just forward
+    Case("forwards-to-another-kernels-predicate", "KP107", BRIDGE, "v:forward-other", (after(BRIDGE, '}  // extern "C"\n', """
+namespace bridge_cxx {
+bool swiglu_available() {  // v:forward-other
+  return mlxcel::rope_available();
+}
+bool gumbel_sample_available() {  // v:forward-negated
+  return !mlxcel::gumbel_sample_available();
+}
+bool top_k_ready();
+bool top_k_available() {  // v:forward-undefined
+  return top_k_ready();
+}
+}  // namespace bridge_cxx
+"""),)),
+    Case("forwards-negated", "KP107", BRIDGE, "v:forward-negated", ()),
+    Case("forwards-to-undefined", "KP107", BRIDGE, "v:forward-undefined", ()),
 ]
 # The definition is gone (the declaration in turbo_kernels.h and the bridge's call remain).
 KP107_ABSENT = Case("absent-from-code", "KP107", REGISTRY_KEY, "  - name: rope\n", (Mutation(ROPE,
@@ -683,6 +700,9 @@ def test_kp107_messages_say_what_is_wrong(kp107_engine):
     assert "does not read sdpa_window_ports()" in at(ATTENTION, "bool sdpa_available() {")
     assert "top_k_ports(), a table of another kernel" in at(SAMPLING, "bool gumbel_sample_available() {")
     assert "fails closed" in at(NORM, "bool fused_add_rms_norm_available() {")
+    assert "only forwards to mlxcel::rope_available(), which is not a registry predicate of swiglu" in at(BRIDGE, "v:forward-other")
+    assert "never calls has_kernel_port" in at(BRIDGE, "v:forward-negated")
+    assert "bridge_cxx::top_k_ready(), which is not defined in the code" in at(BRIDGE, "v:forward-undefined")
 
 
 def test_kp107_allowed_shapes_stay_quiet(tmp_path_factory, kp_cache):
@@ -693,9 +713,15 @@ def test_kp107_allowed_shapes_stay_quiet(tmp_path_factory, kp_cache):
                  "  if (!gpu_backend_available()) {  // d:gpu-precheck\n    return false;\n  }\n  return has_kernel_port(fused_norm_ports());\n"),
         # the table through a local
         Mutation(ROPE, "  return has_kernel_port(rope_ports());\n", "  const KernelPorts& table = rope_ports();\n  return has_kernel_port(table);  // d:local-table\n"),
+        # bridge wrappers of the same name in another namespace that only return the real predicate
+        after(BRIDGE, '}  // extern "C"\n', "\nnamespace bridge_cxx {\nbool rope_available() {  // d:forward-same-name\n"
+              "  return mlxcel::rope_available();\n}\nbool sdpa_available() {  // d:forward-two-tables\n"
+              "  return (mlxcel::sdpa_available());\n}\n}  // namespace bridge_cxx\n"),
     ]
     copy, result = run_copy(tmp_path_factory, kp_cache, "kp107-quiet", muts)
     assert result.findings == [], describe(result)
+    for tag in ("d:forward-same-name", "d:forward-two-tables"):
+        assert_quiet(copy, result, BRIDGE, tag)
 
 
 # ---------------------------------------------------------------------------
