@@ -388,6 +388,8 @@ KP103_CASES = [
          "  mlx::core::fast::CustomKernelFunction& direct = get_top_k_kernel().get();  // v:accessor-get\n  (void)direct;\n"),)),
     Case("bound-reference", "KP103", ROPE, "v:bound-ref", (after(ROPE, ROPE_BODY,
          "  auto& holder = get_rope_kernel_cuda();  // v:bound-ref\n  mlx::core::fast::CustomKernelFunction& bypass = holder.get();\n  (void)bypass;\n"),)),
+    Case("bound-pointer", "KP103", SAMPLING, "v:bound-pointer", (after(SAMPLING, SAMPLING_TOPK_BODY,
+         "  TopKKernel* picked;\n  picked = &get_top_k_kernel();  // v:bound-pointer\n  (void)picked->get();\n"),)),
     Case("templated-accessor", "KP103", KV, "v:templated", (after(KV, KV_BODY,
          "  mlx::core::fast::CustomKernelFunction& cuda_kernel = get_kv_write_kernel<GpuKernelBackend::Cuda>().get();  // v:templated\n"
          "  (void)cuda_kernel;\n"),)),

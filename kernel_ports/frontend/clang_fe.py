@@ -155,6 +155,7 @@ def cindex():
 # CXBinaryOperatorKind / CXUnaryOperatorKind (libclang 17+)
 _BINOPS = {11: "<", 12: ">", 13: "<=", 14: ">=", 15: "==", 16: "!=", 17: "&", 18: "^", 19: "|", 20: "&&", 21: "||", 22: "="}
 _UNOPS = {10: "!", 9: "~"}
+_ADDRESS_OF = 5  # CXUnaryOperator_AddrOf
 
 
 class _SkippedRanges(ctypes.Structure):
@@ -1249,6 +1250,22 @@ class _Walker:
         node = c
         while par and par[-1].kind in _strip_kinds():
             node = par.pop()
+        if par and par[-1].kind == K.UNARY_OPERATOR and \
+                self.ci.conf.lib.clang_getCursorUnaryOperatorKind(par[-1]) == _ADDRESS_OF:
+            # `holder = &get_x_kernel();` or `auto* holder = &get_x_kernel();`: a pointer bound to the holder
+            p = par[-2] if len(par) >= 2 else None
+            target = None
+            if p is not None and p.kind == K.VAR_DECL:
+                target = p
+            elif p is not None and p.kind == K.BINARY_OPERATOR:
+                ch = list(p.get_children())
+                lhs = self.strip(ch[0]) if len(ch) == 2 and ch[1] == par[-1] else None
+                if lhs is not None and lhs.kind == K.DECL_REF_EXPR and lhs.referenced is not None and lhs.referenced.kind == K.VAR_DECL:
+                    target = lhs.referenced
+            if target is not None:
+                methods = tuple(m for m, _ in ctx.member_calls.get(target.get_usr(), ()))
+                return None, target.spelling, methods
+            return None, None, ()
         if par:
             p = par[-1]
             if p.kind == K.MEMBER_REF_EXPR and len(par) >= 2 and par[-2].kind == K.CALL_EXPR:
@@ -1385,6 +1402,9 @@ class _Walker:
                     innr = self.strip(inner[0])
                     if innr.kind == K.CALL_EXPR and innr.referenced is not None:
                         return frozenset({("accessor", innr.referenced.get_usr(), self._callee_spelling(innr))})
+                    bound = self._bound_accessors(innr, ctx)
+                    if bound:
+                        return bound
             tmpl = self.ci.conf.lib.clang_getSpecializedCursorTemplate(ref)
             d = tmpl if tmpl is not None and not tmpl.kind.is_invalid() else ref
             if rr is not None and self.kernel_type and rr == self.kernel_type:
@@ -1411,6 +1431,25 @@ class _Walker:
                     out |= self.sources(rhs, ctx, depth + 1, shallow)
                 return out
         return frozenset({("unknown", self.text(s)[:80])})
+
+    def _bound_accessors(self, o, ctx) -> frozenset:
+        """Accessor refs of a local reference or pointer every value of which is `acc()` or `&acc()` (else empty)."""
+        K = self.K
+        if o.kind != K.DECL_REF_EXPR or o.referenced is None or o.referenced.kind != K.VAR_DECL:
+            return frozenset()
+        u = o.referenced.get_usr()
+        values = ([ctx.locals[u]] if u in ctx.locals else []) + list(ctx.assigns.get(u, ()))
+        out = set()
+        for v in values:
+            v = self.strip(v)
+            if v.kind == K.UNARY_OPERATOR and self.ci.conf.lib.clang_getCursorUnaryOperatorKind(v) == _ADDRESS_OF:
+                ch = list(v.get_children())
+                v = self.strip(ch[0]) if ch else v
+            if v.kind != K.CALL_EXPR or v.referenced is None or v.referenced.kind != K.FUNCTION_DECL \
+                    or self.ref_target(v.referenced.result_type) is None:
+                return frozenset()
+            out.add(("accessor", v.referenced.get_usr(), self._callee_spelling(v)))
+        return frozenset(out)
 
     # ----------------------------------------------------------- invocation
     def invocation(self, c, obj, args, ctx, parents):
