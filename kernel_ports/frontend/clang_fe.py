@@ -1162,6 +1162,15 @@ class _Walker:
                 args = [x for x in ch[1:] if not (x.kind in (K.DECL_REF_EXPR, K.UNEXPOSED_EXPR) and x.spelling == "operator()")]
                 self.invocation(c, obj, args, ctx, parents)
                 return
+        if ref is not None and ref.kind in (K.VAR_DECL, K.PARM_DECL, K.FIELD_DECL) and self.kernel_type and \
+                re.sub(r"^const ", "", self.ref_target(ref.type) or self.canonical(ref.type)) == self.kernel_type:
+            # a kernel object called without a typed operator(): Clang could not
+            # type the launch's arguments (a missing declaration), so the call is
+            # a recovery expression that names the kernel variable
+            self.res.untyped.append((loc.path, loc.line, loc.column, "invocation", ref.spelling,
+                                     "Clang could not type this kernel launch (an argument did not compile), so its "
+                                     "template args and inputs cannot be judged"))
+            return
         if ref is None:
             # an untyped (recovery) call: name it if it is one of ours
             name = c.spelling or (self.text(ch[0]).split("(")[0].split("::")[-1].strip() if ch else "")

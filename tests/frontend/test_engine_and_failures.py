@@ -98,6 +98,34 @@ def test_stub_mismatch_is_unconfirmed(tmp_path):
     assert (u.kind, u.loc.path, u.loc.line) == ("invocation", "src/run.cpp", 4)
 
 
+UNDECLARED_ARG_CPP = r'''#include <optional>
+#include "mlx/mlx.h"
+// `Wrapped` comes from a header the tree does not have: the dtype local and
+// the launch that passes it cannot be typed, but the kernel variable can.
+mlx::core::fast::CustomKernelFunction& pick_kernel();
+mlx::core::array launch_wrapped(const mlx::core::array& x, const Wrapped& w) {
+  auto& kernel = pick_kernel();
+  auto dt = w.data.dtype();
+  return kernel({x}, {x.shape()}, {dt}, {1, 1, 1}, {1, 1, 1}, {{"T", dt}}, std::nullopt, false, {})[0];  // @lost
+}
+mlx::core::array launch_plain(const mlx::core::array& x) {
+  auto& kernel = pick_kernel();
+  return kernel({x}, {x.shape()}, {x.dtype()}, {1, 1, 1}, {1, 1, 1}, {{"T", x.dtype()}}, std::nullopt, false, {})[0];  // @kept
+}
+'''
+
+
+def test_launch_whose_arguments_do_not_type_is_unconfirmed(tmp_path):
+    write_tree(tmp_path, {"src/run.cpp": UNDECLARED_ARG_CPP})
+    reg = make_registry(tmp_path)
+    idx = build_index(reg, files_under(tmp_path), jobs=1, use_cache=False)
+    line = lambda m: next(i for i, s in enumerate(UNDECLARED_ARG_CPP.splitlines(), 1) if f"@{m}" in s)  # noqa: E731
+    assert [i.loc.line for i in idx.invocations] == [line("kept")]
+    (u,) = idx.unconfirmed
+    assert (u.kind, u.name, u.loc.line) == ("invocation", "kernel", line("lost"))
+    assert "could not type this kernel launch" in u.reason
+
+
 def test_parser_crash_and_hang_are_unanalyzable(tmp_path, monkeypatch):
     body = '#include "mlx/mlx.h"\nauto k = mlx::core::fast::metal_kernel("k", {}, {}, "");\n'
     write_tree(tmp_path, {"src/a.cpp": body, "src/b.cpp": body, "src/c.cpp": body})
