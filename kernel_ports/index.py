@@ -886,7 +886,7 @@ def _merge(index: ProjectIndex, registry, results: list, witnessed: dict, conv) 
                 template_args_text=ri.template_args_text, template_args=ri.template_args,
                 template_args_resolved=ri.template_args_resolved, inputs_text=ri.inputs_text, inputs=ri.inputs,
                 enclosing_function=ri.enclosing_function, enclosing_usr=ri.enclosing_usr, in_macro=ri.in_macro,
-                kernel_from_parameter=from_param, dtype_checks=ri.dtype_checks))
+                kernel_from_parameter=from_param, dtype_checks=ri.dtype_checks, unresolved=ri.unresolved))
     index.invocations = _merge_configs(invs)
 
     # predicates

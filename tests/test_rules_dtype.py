@@ -410,3 +410,17 @@ def test_quiet_input_checked_equal_to_the_keyed_dtype(quiet):
 def test_quiet_copy_has_no_dtype_findings_at_all(quiet):
     _, result = quiet
     assert _dtype_findings(result) == [], describe(result)
+
+
+# --- a key Clang cannot type --------------------------------------------------------
+
+
+def test_untyped_key_fails_closed_and_says_why(tmp_path_factory, cache_dir):
+    # the key's dtype comes from a function whose declaration is missing (a header the check cannot see)
+    copy, result = _run(tmp_path_factory, cache_dir, "untyped", (
+        Mutation(SAMPLING, '  KernelTemplateArgs template_args;\n  template_args.emplace_back("T", logits.dtype());\n',
+                 '  const auto dt = dtype_from_a_missing_header(logits);\n  KernelTemplateArgs template_args = {{"T", dt}};\n'),))
+    (f,) = _one(result, "KP201", SAMPLING, copy.line_of(SAMPLING, GUMBEL_LAUNCH), kernel="gumbel")
+    assert "Clang could not type `dt`" in f.message and "Clang reported" in f.message
+    assert "dtype_from_a_missing_header" in f.message and "missing header" in f.message
+    assert "name no input dtype" not in f.message

@@ -195,10 +195,13 @@ class DtypeKeys(Rule):
             names = ", ".join(f"`{_input_label(i)}`" for i in uncovered)
             suggestion = self._suggest(inv, varying_classes, list(varying_classes)[:1])
             if not inv.template_args_resolved:
+                because = f" ({'; '.join(inv.unresolved)})" if inv.unresolved else ""
+                fix = ("Make the declarations it needs visible to the check (the missing header, or a stub in an include dir), "
+                       if inv.unresolved else "")
                 yield ("KP201", f"launch {where}: {target['why']}, and its template args `{self._short(inv.template_args_text)}` could not be followed "
-                                f"completely (entries found: {keys_text}), so no input dtype key could be confirmed; inputs whose dtype is not keyed: {names}. "
-                                f"Build the template args where they can be read (a named vector, push_back/emplace_back, an inline list or a helper "
-                                f"returning them) and add {suggestion}")
+                                f"completely{because} (entries found: {keys_text}), so no input dtype key could be confirmed; inputs whose dtype is not keyed: "
+                                f"{names}. {fix}Build the template args where they can be read (a named vector, push_back/emplace_back, an inline list "
+                                f"or a helper returning them) and add {suggestion}")
                 return
             extra = ""
             if constant_keys:
@@ -222,7 +225,8 @@ class DtypeKeys(Rule):
             note = (f" ({', '.join(f'`{e.value_text}`' for e in opaque)} could not be traced to an input, so it is counted as keying "
                     f"at most one of them)")
         if not inv.template_args_resolved:
-            note += f" (part of the template args `{self._short(inv.template_args_text)}` could not be followed)"
+            because = f": {'; '.join(inv.unresolved)}" if inv.unresolved else ""
+            note += f" (part of the template args `{self._short(inv.template_args_text)}` could not be followed{because})"
         yield ("KP202", f"launch {where}: {target['why']}; keys present: {keys_text}; inputs whose dtype is not keyed and varies "
                         f"independently of every keyed dtype: {names}{note}. Add {suggestion}, cast the input to a keyed input's "
                         f"dtype (`astype(a, x.dtype())`), fix its dtype, or check it equal to a keyed input's dtype")

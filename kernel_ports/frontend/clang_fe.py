@@ -286,6 +286,7 @@ class RawInvocation:
     enclosing_usr: str
     in_macro: bool
     dtype_checks: tuple = ()
+    unresolved: tuple = ()
 
 
 @dataclass
@@ -565,6 +566,7 @@ class _Walker:
         self.slot_lambdas: set = set()  # hashes of lambdas that are port-table slots
         self.seam_set = set(self.conv.seams)
         self._pending_invocations: list = []  # (call, kernel object, args, ctx, loc, kernel refs)
+        self.error_lines: dict = {}  # rel path -> [(line, message)] of Clang errors
 
     # ---------------------------------------------------------------- utils
     def rel(self, f) -> Optional[str]:
@@ -687,6 +689,8 @@ class _Walker:
             res.diagnostics += 1
             if d.severity >= 3:
                 res.errors += 1
+                if rel:
+                    self.error_lines.setdefault(rel, []).append((d.location.line, d.spelling))
             if rel:
                 n, e = res.diag_by_file.get(rel, (0, 0))
                 res.diag_by_file[rel] = (n + 1, e + (1 if d.severity >= 3 else 0))
@@ -1479,6 +1483,8 @@ class _Walker:
             entries = [self._through_callers(e, ctx) for e in entries]
             entries = sorted(entries, key=lambda e: (e.loc.path, e.loc.line, e.loc.column) if e.loc is not None else ("", 0, 0))
             inputs = self._inputs(args[0], ctx) if args else ()
+            why = self._incomplete(entries, ctx)
+            resolved = resolved and not why
             self.res.invocations.append(RawInvocation(
                 loc=loc,
                 callee_text=self.text(obj),
@@ -1492,8 +1498,33 @@ class _Walker:
                 enclosing_usr=ctx.info.usr,
                 in_macro=self.in_macro(c) is not None,
                 dtype_checks=self._dtype_checks(ctx),
+                unresolved=why,
             ))
         self._pending_invocations = []
+
+    def _incomplete(self, entries, ctx) -> tuple:
+        """Why a launch's template args may be incomplete: entries Clang could not type, and Clang
+        errors inside the launching function (a statement that did not compile is missing from the AST)."""
+        why = []
+        untyped = [e.value_text for e in entries if e.untyped]
+        if untyped:
+            why.append("Clang could not type " + ", ".join(f"`{t}`" for t in untyped)
+                       + " (a declaration it depends on did not compile), so whether it is a dtype is unknown")
+        ext = ctx.cursor.extent
+        rel = self.rel(ext.start.file) if ext.start.file is not None else None
+        errors = [(line, msg) for line, msg in self.error_lines.get(rel, ()) if ext.start.line <= line <= ext.end.line]
+        if errors and ctx.cursor.kind != self.K.TRANSLATION_UNIT:
+            line, msg = errors[0]
+            why.append(f"Clang reported {len(errors)} error{'s' if len(errors) > 1 else ''} inside {ctx.info.qualified_name} "
+                       f"(first at line {line}: {msg}), and a statement that does not compile is missing from what was read")
+        return tuple(why)
+
+    def _untyped(self, v) -> bool:
+        TK = self.ci.TypeKind
+        t = v.type
+        if t.kind in (TK.INVALID, TK.DEPENDENT):
+            return True
+        return self.canonical(t) in ("", "<dependent type>")
 
     def _list_elements(self, s):
         """Elements of a braced list, looking through vector/initializer_list construction."""
@@ -1540,7 +1571,7 @@ class _Walker:
         is_dtype, src, from_param, const, param = self._dtype_origin(v, ctx, 0)
         return TemplateArgEntry(name=name, value_text=self.text(value_cursor), is_dtype=is_dtype, source_input=src,
                                 from_parameter=from_param, constant=const, loc=self.loc(e if e is not None else value_cursor), how=how,
-                                parameter=param)
+                                parameter=param, untyped=not is_dtype and self._untyped(v))
 
     def _is_dtype_type(self, t) -> bool:
         s = self.canonical(t)
@@ -1831,7 +1862,8 @@ class _Walker:
             i = params.index(e.parameter)
             if i < len(call_args):
                 d, src, fp, const, param = self._dtype_origin(self.strip(call_args[i]), cctx, 0)
-                e = _replace(e, is_dtype=e.is_dtype or d, source_input=src, from_parameter=fp, constant=const, parameter=param)
+                e = _replace(e, is_dtype=e.is_dtype or d, source_input=src, from_parameter=fp, constant=const, parameter=param,
+                             untyped=e.untyped and not (e.is_dtype or d))
         return e
 
     def _through_callers(self, e, ctx):
