@@ -126,6 +126,16 @@ array pair_local(const array& x) {
   return out[0];
 }
 
+// inputs built with ops the stubs declare: full(shape, v, dtype), array(v, dtype), array(v)
+array stub_ops(const array& x, float scale, int n) {
+  auto& kernel = select_kernel_port("k", "graph", k_ports());
+  auto scale_arr = mlx::core::full(mlx::core::Shape{1}, scale, mlx::core::float32);
+  auto count = mlx::core::array(n, mlx::core::int32);
+  auto plain = mlx::core::array(n);
+  auto out = kernel({x, scale_arr, count, plain}, {x.shape()}, {x.dtype()}, {1, 1, 1}, {1, 1, 1}, {{"T", x.dtype()}}, std::nullopt, false, {});  // @stub-ops
+  return out[0];
+}
+
 // template args kept in a member, filled by the constructor
 class MemberLaunch {
  public:

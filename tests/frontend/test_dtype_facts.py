@@ -32,7 +32,7 @@ def _entries(inv):
 
 def test_tree_parses_and_every_launch_reaches_its_table(dt_index):
     assert dt_index.unanalyzable == [] and dt_index.unconfirmed == []
-    assert len(dt_index.invocations) == 9
+    assert len(dt_index.invocations) == 10
     assert all(i.tables == ("k_ports",) for i in dt_index.invocations if i.loc.line != ds.line_of("cast-to-param")[1])
 
 
@@ -106,3 +106,12 @@ def test_template_args_in_a_member(dt_index):
 def test_member_changed_by_a_method_defined_elsewhere_is_not_resolved(dt_index):
     inv = _inv(dt_index, "member-args-elsewhere")
     assert not inv.template_args_resolved and inv.template_args == ()
+
+
+def test_inputs_built_by_stubbed_ops_have_fixed_dtypes(dt_index):
+    inv = _inv(dt_index, "stub-ops")
+    got = {i.name: (i.dtype_fixed, i.fixed_dtype, i.how) for i in inv.inputs}
+    assert got.pop("x")[0] is not True  # the keyed input varies
+    assert got == {"scale_arr": (True, "float32", "constructed"), "count": (True, "int32", "constructed"),
+                   "plain": (True, None, "scalar")}
+    assert not inv.unresolved

@@ -90,11 +90,14 @@ class SmallVector {
   T& operator[](size_t i) { return items_[i]; }
   const T& operator[](size_t i) const { return items_[i]; }
   T& back() { return items_.back(); }
+  const T& back() const { return items_.back(); }
   void push_back(T value) { items_.push_back(value); }
   T* begin() { return items_.data(); }
   T* end() { return items_.data() + items_.size(); }
   const T* begin() const { return items_.data(); }
   const T* end() const { return items_.data() + items_.size(); }
+  bool operator==(const SmallVector& other) const { return items_ == other.items_; }
+  bool operator!=(const SmallVector& other) const { return items_ != other.items_; }
 
  private:
   std::vector<T> items_;
@@ -108,6 +111,9 @@ class array {
   array(std::initializer_list<float> data);
   array(std::initializer_list<float> data, Dtype dtype);
   array(std::initializer_list<int> data, Dtype dtype);
+  // A C++ scalar makes a 0-d array (of the scalar's dtype unless one is given).
+  template <typename T>
+  explicit array(T value, Dtype dtype = float32);
 
   Dtype dtype() const;
   const Shape& shape() const;
