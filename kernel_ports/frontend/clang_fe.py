@@ -156,6 +156,14 @@ def cindex():
 _BINOPS = {11: "<", 12: ">", 13: "<=", 14: ">=", 15: "==", 16: "!=", 17: "&", 18: "^", 19: "|", 20: "&&", 21: "||", 22: "="}
 _UNOPS = {10: "!", 9: "~"}
 _ADDRESS_OF = 5  # CXUnaryOperator_AddrOf
+# MLX ops whose result dtype does not depend on their inputs
+_FIXED_RESULT_OPS = {
+    "mlx::core::argmax": "uint32",
+    "mlx::core::argmin": "uint32",
+    "mlx::core::argsort": "uint32",
+    "mlx::core::argpartition": "uint32",
+}
+_RANDOM_BITS = "mlx::core::random::bits"  # uint8/16/32 by its constant `width` argument (default 4)
 
 
 class _SkippedRanges(ctypes.Structure):
@@ -2103,6 +2111,17 @@ class _Walker:
             consts = [d for d in (self._dtype_const(a) for a in args) if d]
             if consts:
                 return True, consts[0], "constructed"
+            op = self.qname(s.referenced) if s.referenced is not None and s.referenced.kind == K.FUNCTION_DECL else ""
+            if op in _FIXED_RESULT_OPS:
+                return True, _FIXED_RESULT_OPS[op], "op"
+            if op == _RANDOM_BITS:
+                width = self.strip(args[1]) if len(args) > 1 and args[1].location.line != 0 else None
+                if width is None:
+                    return True, "uint32", "op"
+                if width.kind == K.INTEGER_LITERAL:
+                    w = "".join(t.spelling for t in width.get_tokens()).rstrip("uUlL")
+                    if w in ("1", "2", "4"):
+                        return True, f"uint{8 * int(w)}", "op"
             if s.referenced is not None and s.referenced.kind == K.CONSTRUCTOR:
                 real = [self.strip(a) for a in args if a.location.line != 0]
                 if len(real) == 1 and real[0].kind in (K.INTEGER_LITERAL, K.FLOATING_LITERAL, K.CXX_BOOL_LITERAL_EXPR):

@@ -136,6 +136,18 @@ array stub_ops(const array& x, float scale, int n) {
   return out[0];
 }
 
+// inputs from ops whose result dtype is fixed: random bits of a constant width, argmax
+array fixed_result(const array& x, int width) {
+  auto& kernel = select_kernel_port("k", "graph", k_ports());
+  auto key = mlx::core::random::bits(mlx::core::Shape{2}, 4);
+  auto narrow = mlx::core::random::bits(mlx::core::Shape{2}, 2);
+  auto plain_key = mlx::core::random::bits(mlx::core::Shape{2});
+  auto varying = mlx::core::random::bits(mlx::core::Shape{2}, width);
+  auto best = mlx::core::argmax(x, -1);
+  auto out = kernel({x, key, narrow, plain_key, varying, best}, {x.shape()}, {x.dtype()}, {1, 1, 1}, {1, 1, 1}, {{"T", x.dtype()}}, std::nullopt, false, {});  // @fixed-result
+  return out[0];
+}
+
 // template args kept in a member, filled by the constructor
 class MemberLaunch {
  public:

@@ -32,7 +32,7 @@ def _entries(inv):
 
 def test_tree_parses_and_every_launch_reaches_its_table(dt_index):
     assert dt_index.unanalyzable == [] and dt_index.unconfirmed == []
-    assert len(dt_index.invocations) == 10
+    assert len(dt_index.invocations) == 11
     assert all(i.tables == ("k_ports",) for i in dt_index.invocations if i.loc.line != ds.line_of("cast-to-param")[1])
 
 
@@ -115,3 +115,11 @@ def test_inputs_built_by_stubbed_ops_have_fixed_dtypes(dt_index):
     assert got == {"scale_arr": (True, "float32", "constructed"), "count": (True, "int32", "constructed"),
                    "plain": (True, None, "scalar")}
     assert not inv.unresolved
+
+
+def test_inputs_from_ops_with_a_fixed_result_dtype(dt_index):
+    inv = _inv(dt_index, "fixed-result")
+    got = {i.name: (i.dtype_fixed, i.fixed_dtype) for i in inv.inputs}
+    assert got.pop("x")[0] is not True
+    assert got == {"key": (True, "uint32"), "narrow": (True, "uint16"), "plain_key": (True, "uint32"),
+                   "varying": (None, None), "best": (True, "uint32")}
