@@ -179,6 +179,10 @@ array swiglu(const array& gate, const array& up) {"""),
     # key: the holder's own get() builds it with metal_kernel only, whose cache key has the input dtypes
     Mutation(SAMPLING, 'kernel = select_kernel_port("top_k_indices", "mlx::core::argpartition", top_k_ports());',
              "kernel = get_top_k_kernel().get();  // q:metal-holder"),
+    # KP202 quiet: positions no longer cast, but refused unless int32
+    Mutation(ROPE, "  const array pos = mlx::core::astype(positions, mlx::core::int32);\n",
+             "  if (positions.dtype() != mlx::core::int32) {\n    throw std::invalid_argument(\"apply_rope: positions must be int32\");\n  }\n"
+             "  const array pos = positions;\n"),
     # KP202 quiet: an uncast input checked equal to the keyed input's dtype
     Mutation(KV, "const array fresh = mlx::core::astype(values, cache.dtype());",
              "if (values.dtype() != cache.dtype()) {\n    throw std::invalid_argument(\"kv_cache_write: values must match the cache dtype\");\n  }\n"
@@ -389,6 +393,12 @@ def test_quiet_accessor_that_builds_only_metal_kernels(quiet):
     assert _dtype_findings(result, SAMPLING) == [], describe(result)
     body = copy.file(SAMPLING).read_text().split("array top_k_indices(")[1].split("return outputs")[0]
     assert "get_top_k_kernel().get()" in body and "{\"T\"" not in body
+
+
+def test_quiet_input_refused_unless_of_a_constant_dtype(quiet):
+    copy, result = quiet
+    assert _dtype_findings(result, ROPE) == [], describe(result)
+    assert "astype(positions" not in copy.file(ROPE).read_text()
 
 
 def test_quiet_dtype_bound_to_a_local(quiet):

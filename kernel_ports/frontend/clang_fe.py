@@ -2068,7 +2068,55 @@ class _Walker:
                 return (InputArray(text=self.text(e), name=None, dtype_fixed=None, how="unresolved"),)
         if elems is None:
             return (InputArray(text=self.text(e), name=None, dtype_fixed=None, how="unresolved"),)
-        return tuple(self._input(x, ctx) for x in elems)
+        inputs = [self._input(x, ctx) for x in elems]
+        checked = self._dtype_const_checks(ctx) if any(i.dtype_fixed is not True for i in inputs) else {}
+        for n, i in enumerate(inputs):
+            # the input itself, or an array whose dtype it has (a copy of the checked one)
+            const = next((checked[n] for n in (i.name or i.text,) + tuple(i.dtype_follows) if n in checked), None)
+            if i.dtype_fixed is not True and const:
+                inputs[n] = InputArray(text=i.text, name=i.name, dtype_fixed=True, fixed_dtype=const, how="checked",
+                                       dtype_follows=i.dtype_follows)
+        return tuple(inputs)
+
+    def _dtype_const_checks(self, ctx) -> dict:
+        """Arrays the function refuses unless they have one constant dtype:
+        ``if (a.dtype() != mlx::core::int32) throw ...;`` (alone or among ``||``-joined tests)."""
+        K = self.K
+        lib = self.ci.conf.lib
+        out = {}
+        stack = [ctx.cursor]
+        while stack:
+            c = stack.pop()
+            stack.extend(c.get_children())
+            if c.kind != K.IF_STMT:
+                continue
+            ch = list(c.get_children())
+            if len(ch) < 2 or not self._has_throw(ch[1]):
+                continue
+            leaves, todo = [], [ch[0]]
+            while todo:
+                x = self.strip(todo.pop())
+                if x.kind == K.BINARY_OPERATOR and _BINOPS.get(lib.clang_getCursorBinaryOperatorKind(x)) == "||":
+                    todo.extend(x.get_children())
+                else:
+                    leaves.append(x)
+            for x in leaves:
+                if x.kind == K.CALL_EXPR and x.spelling == "operator!=":
+                    ops = [o for o in x.get_children() if not (self.strip(o).kind == K.DECL_REF_EXPR and self.strip(o).spelling.startswith("operator"))]
+                elif x.kind == K.BINARY_OPERATOR and _BINOPS.get(lib.clang_getCursorBinaryOperatorKind(x)) == "!=":
+                    ops = list(x.get_children())
+                else:
+                    continue
+                if len(ops) != 2:
+                    continue
+                for a, b in ((ops[0], ops[1]), (ops[1], ops[0])):
+                    const = self._dtype_const(b)
+                    a = self.strip(a)
+                    if const and self._is_dtype_type(a.type):
+                        src = self._dtype_origin(a, ctx, 0)[1]
+                        if src:
+                            out.setdefault(src, const)
+        return out
 
     def _input(self, x, ctx) -> InputArray:
         K = self.K

@@ -148,6 +148,22 @@ array fixed_result(const array& x, int width) {
   return out[0];
 }
 
+// inputs refused unless their dtype is one constant; `loose` and `quiet` are not refused
+array const_checked(const array& x, const array& idx, const array& offsets, const array& loose, const array& quiet) {
+  auto& kernel = select_kernel_port("k", "graph", k_ports());
+  if (idx.dtype() != mlx::core::int32 || mlx::core::uint32 != offsets.dtype()) {
+    throw std::invalid_argument("idx must be int32 and offsets uint32");
+  }
+  if (loose.dtype() != mlx::core::int32 && loose.dtype() != mlx::core::int64) {
+    throw std::invalid_argument("loose must be an integer");
+  }
+  if (quiet.dtype() != mlx::core::int32) {
+    (void)quiet;
+  }
+  auto out = kernel({x, idx, offsets, loose, quiet}, {x.shape()}, {x.dtype()}, {1, 1, 1}, {1, 1, 1}, {{"T", x.dtype()}}, std::nullopt, false, {});  // @const-checked
+  return out[0];
+}
+
 // template args kept in a member, filled by the constructor
 class MemberLaunch {
  public:

@@ -32,7 +32,7 @@ def _entries(inv):
 
 def test_tree_parses_and_every_launch_reaches_its_table(dt_index):
     assert dt_index.unanalyzable == [] and dt_index.unconfirmed == []
-    assert len(dt_index.invocations) == 11
+    assert len(dt_index.invocations) == 12
     assert all(i.tables == ("k_ports",) for i in dt_index.invocations if i.loc.line != ds.line_of("cast-to-param")[1])
 
 
@@ -123,3 +123,11 @@ def test_inputs_from_ops_with_a_fixed_result_dtype(dt_index):
     assert got.pop("x")[0] is not True
     assert got == {"key": (True, "uint32"), "narrow": (True, "uint16"), "plain_key": (True, "uint32"),
                    "varying": (None, None), "best": (True, "uint32")}
+
+
+def test_inputs_refused_unless_of_one_constant_dtype_are_fixed(dt_index):
+    inv = _inv(dt_index, "const-checked")
+    got = {i.name: (i.dtype_fixed, i.fixed_dtype, i.how) for i in inv.inputs}
+    assert got["idx"] == (True, "int32", "checked") and got["offsets"] == (True, "uint32", "checked")
+    # two allowed dtypes, or a test that does not throw: not fixed
+    assert got["loose"][0] is not True and got["quiet"][0] is not True and got["x"][0] is not True
