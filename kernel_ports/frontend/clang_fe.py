@@ -163,6 +163,11 @@ _FIXED_RESULT_OPS = {
     "mlx::core::argsort": "uint32",
     "mlx::core::argpartition": "uint32",
 }
+# MLX ops whose result has the dtype of their first argument (they move or copy elements)
+_SAME_DTYPE_OPS = frozenset(f"mlx::core::{op}" for op in (
+    "reshape", "flatten", "unflatten", "transpose", "swapaxes", "moveaxis", "squeeze", "expand_dims", "slice",
+    "slice_update", "contiguous", "broadcast_to", "as_strided", "copy", "stop_gradient", "pad", "repeat", "tile",
+    "take", "take_along_axis"))
 _RANDOM_BITS = "mlx::core::random::bits"  # uint8/16/32 by its constant `width` argument (default 4)
 
 
@@ -2035,6 +2040,11 @@ class _Walker:
                 return ()
             if s.referenced is not None and s.referenced.kind == K.CONSTRUCTOR and len(args) == 1:
                 return self._dtype_follows(args[0], ctx, depth + 1)  # a copy
+            if args and s.referenced is not None and self.qname(s.referenced) in _SAME_DTYPE_OPS:
+                return self._dtype_follows(args[0], ctx, depth + 1)  # reshape(a, ...) has a's dtype
+            return ()
+        if s.kind == K.MEMBER_REF_EXPR and s.referenced is not None and s.referenced.kind == K.FIELD_DECL:
+            return (self.text(s),)  # a wrapper's array member (`w.inner`), named as `w.inner.dtype()` names it
         return ()
 
     def _ctx_for(self, d):
@@ -2123,7 +2133,7 @@ class _Walker:
         s = self.strip(x)
         name = self._root_name(s)
         fixed, dt, how = self._fixed_dtype(s, ctx, 0)
-        follows = tuple(n for n in dict.fromkeys(self._dtype_follows(s, ctx)) if n != name)
+        follows = tuple(n for n in dict.fromkeys(self._dtype_follows(s, ctx)) if n not in (name, self.text(x), self.text(s)))
         return InputArray(text=self.text(x), name=name, dtype_fixed=fixed, fixed_dtype=dt, how=how, dtype_follows=follows)
 
     def _dtype_const(self, a) -> Optional[str]:

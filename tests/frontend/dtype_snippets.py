@@ -164,6 +164,19 @@ array const_checked(const array& x, const array& idx, const array& offsets, cons
   return out[0];
 }
 
+// a wrapper holding its array in a member, and inputs reshaped from keyed arrays
+struct Wrapped {
+  array inner;
+};
+array reshaped(const Wrapped& w, const array& y) {
+  auto& kernel = select_kernel_port("k", "graph", k_ports());
+  auto dt = w.inner.dtype();
+  auto flat = mlx::core::reshape(w.inner, {-1});
+  auto cast_flat = mlx::core::reshape(mlx::core::astype(y, dt), {-1});
+  auto out = kernel({flat, cast_flat, w.inner}, {flat.shape()}, {dt}, {1, 1, 1}, {1, 1, 1}, {{"T", dt}}, std::nullopt, false, {});  // @reshaped
+  return out[0];
+}
+
 // template args kept in a member, filled by the constructor
 class MemberLaunch {
  public:

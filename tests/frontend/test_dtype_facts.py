@@ -32,7 +32,7 @@ def _entries(inv):
 
 def test_tree_parses_and_every_launch_reaches_its_table(dt_index):
     assert dt_index.unanalyzable == [] and dt_index.unconfirmed == []
-    assert len(dt_index.invocations) == 12
+    assert len(dt_index.invocations) == 13
     assert all(i.tables == ("k_ports",) for i in dt_index.invocations if i.loc.line != ds.line_of("cast-to-param")[1])
 
 
@@ -131,3 +131,11 @@ def test_inputs_refused_unless_of_one_constant_dtype_are_fixed(dt_index):
     assert got["idx"] == (True, "int32", "checked") and got["offsets"] == (True, "uint32", "checked")
     # two allowed dtypes, or a test that does not throw: not fixed
     assert got["loose"][0] is not True and got["quiet"][0] is not True and got["x"][0] is not True
+
+
+def test_member_arrays_and_reshaped_inputs_follow_their_source(dt_index):
+    inv = _inv(dt_index, "reshaped")
+    (t,) = inv.template_args
+    assert t.is_dtype and t.source_input == "w.inner"
+    assert {(i.name or i.text): i.dtype_follows for i in inv.inputs} == {
+        "flat": ("w.inner",), "cast_flat": ("w.inner",), "w.inner": ()}
