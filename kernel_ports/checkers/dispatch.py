@@ -244,7 +244,7 @@ class DirectHolderAccess(Rule):
                 if a.kind == "accessor_get":
                     how = f"`{a.accessor}().{a.method or 'get'}()`"
                 elif a.kind == "bound_ref_get" and a.method:
-                    how = f"a reference bound to `{a.accessor}()` then `.{a.method}()`"
+                    how = f"a reference or pointer bound to `{a.accessor}()` then `.{a.method}()`"
                 else:
                     how = f"`{a.accessor}()`, which returns the kernel itself,"
                 message = (f"{how} in {fn} reaches the kernel holder without its port table, so the backend is whatever "

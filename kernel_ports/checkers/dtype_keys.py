@@ -196,7 +196,7 @@ class DtypeKeys(Rule):
             suggestion = self._suggest(inv, varying_classes, list(varying_classes)[:1])
             if not inv.template_args_resolved:
                 because = f" ({'; '.join(inv.unresolved)})" if inv.unresolved else ""
-                fix = ("Make the declarations it needs visible to the check (the missing header, or a stub in an include dir), "
+                fix = ("Make the declarations it needs visible to the check (the missing header, or a stub in an include dir). "
                        if inv.unresolved else "")
                 yield ("KP201", f"launch {where}: {target['why']}, and its template args `{self._short(inv.template_args_text)}` could not be followed "
                                 f"completely{because} (entries found: {keys_text}), so no input dtype key could be confirmed; inputs whose dtype is not keyed: "
