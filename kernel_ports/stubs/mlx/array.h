@@ -23,13 +23,18 @@ struct Dtype {
     bool_, uint8, uint16, uint32, uint64, int8, int16, int32, int64,
     float16, float32, float64, bfloat16, complex64,
   };
-  Val val;
+  constexpr Dtype(Val v, uint8_t bytes) : val_(v), size(bytes) {}
+  constexpr Val val() const { return val_; }
+
+ private:
+  Val val_;
+
+ public:
   uint8_t size;
-  constexpr Dtype(Val v, uint8_t bytes) : val(v), size(bytes) {}
 };
 
-constexpr bool operator==(Dtype a, Dtype b) { return a.val == b.val; }
-constexpr bool operator!=(Dtype a, Dtype b) { return a.val != b.val; }
+constexpr bool operator==(Dtype a, Dtype b) { return a.val() == b.val(); }
+constexpr bool operator!=(Dtype a, Dtype b) { return a.val() != b.val(); }
 
 inline constexpr Dtype bool_{Dtype::Val::bool_, 1};
 inline constexpr Dtype uint8{Dtype::Val::uint8, 1};
@@ -85,6 +90,8 @@ class SmallVector {
  public:
   SmallVector() = default;
   SmallVector(std::initializer_list<T> items) : items_(items) {}
+  template <typename It>
+  SmallVector(It first, It last) : items_(first, last) {}
   size_t size() const { return items_.size(); }
   bool empty() const { return items_.empty(); }
   T& operator[](size_t i) { return items_[i]; }
@@ -121,6 +128,13 @@ class array {
   size_t ndim() const;
   size_t size() const;
   size_t nbytes() const;
+  void eval();
+  template <typename T>
+  T* data();
+  template <typename T>
+  const T* data() const;
+  template <typename T>
+  T item();
 
  private:
   std::shared_ptr<void> data_;
