@@ -2042,10 +2042,47 @@ class _Walker:
                 return self._dtype_follows(args[0], ctx, depth + 1)  # a copy
             if args and s.referenced is not None and self.qname(s.referenced) in _SAME_DTYPE_OPS:
                 return self._dtype_follows(args[0], ctx, depth + 1)  # reshape(a, ...) has a's dtype
+            # an array made at a given dtype (zeros(shape, dt), full(shape, v, dt), array(v, dt))
+            dts = [self.strip(a) for a in args if self._is_dtype_type(self.strip(a).type)]
+            if len(dts) == 1:
+                _, src, _, const, param = self._dtype_origin(dts[0], ctx, 0)
+                return tuple(n for n in (src, param) if n and not const)
+            return ()
+        if s.kind == K.CONDITIONAL_OPERATOR:
+            ch = list(s.get_children())
+            if len(ch) == 3:  # `c ? astype(b, T) : zeros({1}, T)`: what both branches follow
+                a, b = self._dtype_follows(ch[1], ctx, depth + 1), self._dtype_follows(ch[2], ctx, depth + 1)
+                return tuple(n for n in a if n in b)
             return ()
         if s.kind == K.MEMBER_REF_EXPR and s.referenced is not None and s.referenced.kind == K.FIELD_DECL:
             return (self.text(s),)  # a wrapper's array member (`w.inner`), named as `w.inner.dtype()` names it
         return ()
+
+    def _launch_output_dtype(self, s, ctx) -> Optional[str]:
+        """`out[i]` where `out` is a local holding a kernel launch's results whose output dtypes are constants."""
+        K = self.K
+        ch = [self.strip(x) for x in s.get_children()]
+        obj = next((x for x in ch if x.kind == K.DECL_REF_EXPR and x.referenced is not None
+                    and x.referenced.kind == K.VAR_DECL), None)
+        init = ctx.locals.get(obj.referenced.get_usr()) if obj is not None else None
+        if init is None or ctx.assigns.get(obj.referenced.get_usr()):
+            return None
+        call = self.strip(init)
+        cch = list(call.get_children())
+        if call.kind != K.CALL_EXPR or call.spelling != "operator()" or not cch or not self.kernel_type or \
+                re.sub(r"^const ", "", self.canonical(cch[0].type)) != self.kernel_type:
+            return None
+        args = [x for x in cch[1:] if not (x.kind in (K.DECL_REF_EXPR, K.UNEXPOSED_EXPR) and x.spelling == "operator()")]
+        elems = self._list_elements(args[2]) if len(args) > 2 else None
+        consts = [self._dtype_const(x) for x in elems or ()]
+        if not consts or None in consts:
+            return None
+        index = next((x for x in ch[1:] if x.kind == K.INTEGER_LITERAL), None)
+        if index is not None:
+            i = "".join(t.spelling for t in index.get_tokens()).rstrip("uUlL")
+            if i.isdigit() and int(i) < len(consts):
+                return consts[int(i)]
+        return consts[0] if len(set(consts)) == 1 else None
 
     def _ctx_for(self, d):
         """A data-flow context for another function's definition (helpers)."""
@@ -2149,6 +2186,18 @@ class _Walker:
         K = self.K
         if depth > 5:
             return None, None, ""
+        if s.kind == K.CONDITIONAL_OPERATOR:
+            ch = list(s.get_children())
+            if len(ch) == 3:
+                a = self._fixed_dtype(self.strip(ch[1]), ctx, depth + 1)
+                b = self._fixed_dtype(self.strip(ch[2]), ctx, depth + 1)
+                if a[0] is True and b[0] is True and a[1] == b[1]:
+                    return True, a[1], a[2]
+                return (False if False in (a[0], b[0]) else None), None, "conditional"
+        if s.kind == K.CALL_EXPR and s.spelling == "operator[]":
+            fixed = self._launch_output_dtype(s, ctx)
+            if fixed:
+                return True, fixed, "launch output"
         if s.kind == K.DECL_REF_EXPR and s.referenced is not None:
             r = s.referenced
             if r.kind == K.PARM_DECL:

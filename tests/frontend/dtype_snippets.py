@@ -177,6 +177,17 @@ array reshaped(const Wrapped& w, const array& y) {
   return out[0];
 }
 
+// a bias made at the keyed dtype on both branches, and the float32 output of a first launch fed to a second
+array chained(const array& x, const array* bias, int n) {
+  auto& kernel = select_kernel_port("k", "graph", k_ports());
+  auto dt = x.dtype();
+  array bias_arr = bias ? mlx::core::astype(*bias, dt) : mlx::core::zeros({1}, dt);
+  array fixed_bias = bias ? mlx::core::astype(*bias, mlx::core::float32) : mlx::core::zeros({1}, mlx::core::float32);
+  auto first = kernel({x}, {x.shape()}, {mlx::core::float32, mlx::core::int32}, {1, 1, 1}, {1, 1, 1}, {{"T", dt}}, std::nullopt, false, {});
+  auto out = kernel({x, bias_arr, fixed_bias, first[0], first[1]}, {x.shape()}, {dt}, {1, 1, 1}, {1, 1, 1}, {{"T", dt}}, std::nullopt, false, {});  // @chained
+  return out[0];
+}
+
 // template args kept in a member, filled by the constructor
 class MemberLaunch {
  public:

@@ -32,7 +32,7 @@ def _entries(inv):
 
 def test_tree_parses_and_every_launch_reaches_its_table(dt_index):
     assert dt_index.unanalyzable == [] and dt_index.unconfirmed == []
-    assert len(dt_index.invocations) == 13
+    assert len(dt_index.invocations) == 15
     assert all(i.tables == ("k_ports",) for i in dt_index.invocations if i.loc.line != ds.line_of("cast-to-param")[1])
 
 
@@ -139,3 +139,11 @@ def test_member_arrays_and_reshaped_inputs_follow_their_source(dt_index):
     assert t.is_dtype and t.source_input == "w.inner"
     assert {(i.name or i.text): i.dtype_follows for i in inv.inputs} == {
         "flat": ("w.inner",), "cast_flat": ("w.inner",), "w.inner": ()}
+
+
+def test_conditional_inputs_and_launch_outputs(dt_index):
+    inv = _inv(dt_index, "chained")
+    got = {(i.name or i.text): (i.dtype_fixed, i.fixed_dtype, i.dtype_follows) for i in inv.inputs}
+    assert got["bias_arr"][0] is not True and got["bias_arr"][2] == ("x",)  # both branches have x's dtype
+    assert got["fixed_bias"][:2] == (True, "float32")
+    assert got["first[0]"][:2] == (True, "float32") and got["first[1]"][:2] == (True, "int32")
