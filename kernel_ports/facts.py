@@ -199,6 +199,7 @@ class TemplateArgEntry:
     loc: Optional[Location] = None  # where the entry is written
     how: str = ""  # initializer | push_back | emplace_back | inline | helper | assign | insert
     parameter: Optional[str] = None  # the launching function's parameter the value arrives through
+    untyped: bool = False  # Clang could not type the value (a declaration it depends on did not compile)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -230,6 +231,7 @@ class Invocation(Fact):
     in_macro: bool = False
     kernel_from_parameter: bool = False  # the kernel object is a parameter (tables via callers)
     dtype_checks: tuple = ()  # (a, b) arrays whose dtypes the enclosing function compares (== / !=)
+    unresolved: tuple = ()  # why the template args may be incomplete (untyped entries, Clang errors in the function)
 
 
 # --------------------------------------------------------------------------
@@ -285,6 +287,8 @@ class Predicate(Fact):
     default_device_check: bool
     unresolved_tables: bool = False  # a has_kernel_port argument could not be resolved
     returns_bool: bool = True  # False: a function that consults has_kernel_port but answers no yes/no question
+    forwards_to: Optional[str] = None  # qualified name of the one function whose result it returns unchanged, when it
+    # calls nothing else (a bridge wrapper `bool f() { return ns::f(); }`)
 
 
 # --------------------------------------------------------------------------

@@ -814,6 +814,21 @@ class _Joiner:
         return out, unknown, accessors
 
 
+def _forwarded(info) -> Optional[str]:
+    """The function a wrapper forwards to: every return returns that one call's result and it calls nothing else."""
+    if info is None or not info.returned:
+        return None
+    refs = set(info.returned)
+    if len(refs) != 1:
+        return None
+    (ref,) = refs
+    if ref[0] != "call":
+        return None
+    if {e.callee_usr for e in info.calls} != {ref[1]} or info.backend_queries or info.has_port_args:
+        return None
+    return ref[2]
+
+
 def _merge(index: ProjectIndex, registry, results: list, witnessed: dict, conv) -> None:
     j = _Joiner(index, registry, results, conv)
     index.functions = j.functions
@@ -871,7 +886,7 @@ def _merge(index: ProjectIndex, registry, results: list, witnessed: dict, conv) 
                 template_args_text=ri.template_args_text, template_args=ri.template_args,
                 template_args_resolved=ri.template_args_resolved, inputs_text=ri.inputs_text, inputs=ri.inputs,
                 enclosing_function=ri.enclosing_function, enclosing_usr=ri.enclosing_usr, in_macro=ri.in_macro,
-                kernel_from_parameter=from_param, dtype_checks=ri.dtype_checks))
+                kernel_from_parameter=from_param, dtype_checks=ri.dtype_checks, unresolved=ri.unresolved))
     index.invocations = _merge_configs(invs)
 
     # predicates
@@ -883,7 +898,8 @@ def _merge(index: ProjectIndex, registry, results: list, witnessed: dict, conv) 
                 found, u, _ = j.resolve(refs, rp.fact_args["usr"], want=("table",))
                 tables |= {n for k, n in found if k == "table"}
                 unknown = unknown or u
-            preds.append(Predicate(tables=tuple(sorted(tables)), unresolved_tables=unknown, **rp.fact_args))
+            preds.append(Predicate(tables=tuple(sorted(tables)), unresolved_tables=unknown,
+                                   forwards_to=_forwarded(j.functions.get(rp.fact_args["usr"])), **rp.fact_args))
     index.predicates = _merge_configs(preds)
 
     # port tables and their slots
@@ -939,20 +955,27 @@ def _merge(index: ProjectIndex, registry, results: list, witnessed: dict, conv) 
     # (`get_top_k_kernel().get()` where TopKKernel::get calls the factory)
     method_builds: dict = {}
 
-    def _method_builds(accessor_usr, method):
+    def _method_factories(accessor_usr, method) -> list:
+        """Factory calls reached by `method` of the holder type the accessor returns."""
         key = (accessor_usr, method)
         if key not in method_builds:
             info = j.functions.get(accessor_usr)
-            ok = False
+            found = []
             if info is not None and method and info.returns_ref:
                 cls = re.sub(r"<.*", "", info.returns_ref).split("::")[-1]
                 for usr, f in j.functions.items():
                     if f.name == method and f.is_method_of and re.sub(r"<.*", "", f.is_method_of).split("::")[-1] == cls:
-                        if j.reach_from(usr, {})[0]:
-                            ok = True
-                            break
-            method_builds[key] = ok
+                        found += j.reach_from(usr, {})[0]
+            method_builds[key] = found
         return method_builds[key]
+
+    def _method_builds(accessor_usr, method):
+        return bool(_method_factories(accessor_usr, method))
+
+    methods_used: dict = {}  # accessor usr -> methods called on its holder outside slots
+    for _, a in raw_acc:
+        if a.method:
+            methods_used.setdefault(a.accessor_usr, set()).add(a.method)
 
     has = []
     for cfg, a in raw_acc:
@@ -982,6 +1005,10 @@ def _merge(index: ProjectIndex, registry, results: list, witnessed: dict, conv) 
             if t and t[0] == "const" and i < len(info.template_params):
                 env[info.template_params[i]] = t[1]
         fcs, _ = j.reach_from(usr, env)
+        # a holder of its own type builds the kernel in the method called on it
+        # (`get_x_kernel().get()`): what that method reaches is the accessor's too
+        extra = [fc for m in sorted(methods_used.get(usr, ())) for fc in _method_factories(usr, m)]
+        fcs = list({fc.loc: fc for fc in list(fcs) + extra}.values())
         accs.append(Accessor(loc=info.loc, configurations=frozenset(j.fn_configs.get(usr, ())), name=spelling,
                              function=info.qualified_name, usr=usr, holder_type=htype or info.returns_ref,
                              factory_calls=tuple(sorted(fcs, key=sort_key))))

@@ -146,6 +146,31 @@ KP101_CASES = [
          "  const bool use_cuda = mlx::core::cu::is_available();  // v:bool-local\n  (void)use_cuda;\n"),)),
     Case("macro-expansion", "KP101", ROPE, "v:macro", (ROPE_PROBE_NS, after(ROPE, ROPE_BODY,
          "  if (ROPE_ON_CUDA()) { (void)dims; }  // v:macro\n"))),
+    # a holder that stores a backend it is constructed with at run time: the factory's switch is a runtime test
+    Case("holder-member-from-query", "KP101", ROPE, "v:holder-member", (after(ROPE, ROPE_NS, """
+mlx::core::fast::CustomKernelFunction build_rope_any(GpuKernelBackend which) {
+  switch (which) {  // v:holder-member
+    case GpuKernelBackend::Metal:
+      return mlx::core::fast::metal_kernel("rope_any", {"x"}, {"y"}, "y[0] = x[0];");
+    default:
+      return mlx::core::fast::cuda_kernel("rope_any", {"x"}, {"y"}, "y[0] = x[0];");
+  }
+}
+struct RopeAnySlot {
+  std::optional<mlx::core::fast::CustomKernelFunction> fn;
+  std::once_flag once;
+  GpuKernelBackend which;
+  explicit RopeAnySlot(GpuKernelBackend w) : which(w) {}
+  mlx::core::fast::CustomKernelFunction& get() {
+    std::call_once(once, [this] { fn = build_rope_any(which); });
+    return *fn;
+  }
+};
+RopeAnySlot& rope_any_slot() {
+  static RopeAnySlot slot(gpu_kernel_backend());
+  return slot;
+}
+"""),)),
     Case("header", "KP101", ATTENTION_LAUNCH, "v:header", (after(ATTENTION_LAUNCH, "  const int heads = q.shape(0);\n",
          "  const int lanes = gpu_kernel_backend() == GpuKernelBackend::Cuda ? 32 : 64;  // v:header\n  (void)lanes;\n"),
          after(ATTENTION_LAUNCH, '#include "mlx/mlx.h"\n', '#include "turbo/gpu_backend.h"\n'))),
@@ -208,6 +233,33 @@ KP101_DECOYS = [
         "template <GpuKernelBackend B>\nint rope_lanes() {\n  if constexpr (B == GpuKernelBackend::Rocm) {  // d:template\n    return 64;\n  }\n"
         "  switch (B) {  // d:template-switch\n    case GpuKernelBackend::Cuda:\n      return 32;\n    default:\n      return 1;\n  }\n}\n"
         "int rope_width_for(GpuKernelBackend backend) {\n  return backend == GpuKernelBackend::Metal ? 32 : 64;  // d:constant-argument\n}\n")),
+    # a holder that stores the backend its templated accessor is instantiated with, read by its factory inside
+    # call_once: the factory's switch is the slot's compile-time choice
+    ("holder-member-from-template", ROPE, "d:holder-member", after(ROPE, ROPE_NS, """
+mlx::core::fast::CustomKernelFunction build_rope_probe(GpuKernelBackend which) {
+  switch (which) {  // d:holder-member
+    case GpuKernelBackend::Metal:
+      return mlx::core::fast::metal_kernel("rope_probe", {"x"}, {"y"}, "y[0] = x[0];");
+    default:
+      return mlx::core::fast::cuda_kernel("rope_probe", {"x"}, {"y"}, "y[0] = x[0];");
+  }
+}
+struct RopeProbeSlot {
+  std::optional<mlx::core::fast::CustomKernelFunction> fn;
+  std::once_flag once;
+  GpuKernelBackend which;
+  explicit RopeProbeSlot(GpuKernelBackend w) : which(w) {}
+  mlx::core::fast::CustomKernelFunction& get() {
+    std::call_once(once, [this] { fn = build_rope_probe(which); });
+    return *fn;
+  }
+};
+template <GpuKernelBackend B>
+RopeProbeSlot& rope_probe_slot() {
+  static RopeProbeSlot slot(B);
+  return slot;
+}
+""")),
     ("templated-backend-use", ROPE, "d:template-use", after(ROPE, ROPE_BODY,
         "  const int lanes = rope_lanes<GpuKernelBackend::Cuda>() + rope_width_for(GpuKernelBackend::Rocm);  // d:template-use\n  (void)lanes;\n")),
     ("helper-file", KERNEL_PORT, "d:helper", after(KERNEL_PORT, "  const KernelPortGetter port = port_for_running_backend(ports);\n",
@@ -323,6 +375,8 @@ KP103_CASES = [
          "  mlx::core::fast::CustomKernelFunction& direct = get_top_k_kernel().get();  // v:accessor-get\n  (void)direct;\n"),)),
     Case("bound-reference", "KP103", ROPE, "v:bound-ref", (after(ROPE, ROPE_BODY,
          "  auto& holder = get_rope_kernel_cuda();  // v:bound-ref\n  mlx::core::fast::CustomKernelFunction& bypass = holder.get();\n  (void)bypass;\n"),)),
+    Case("bound-pointer", "KP103", SAMPLING, "v:bound-pointer", (after(SAMPLING, SAMPLING_TOPK_BODY,
+         "  TopKKernel* picked;\n  picked = &get_top_k_kernel();  // v:bound-pointer\n  (void)picked->get();\n"),)),
     Case("templated-accessor", "KP103", KV, "v:templated", (after(KV, KV_BODY,
          "  mlx::core::fast::CustomKernelFunction& cuda_kernel = get_kv_write_kernel<GpuKernelBackend::Cuda>().get();  // v:templated\n"
          "  (void)cuda_kernel;\n"),)),
@@ -578,6 +632,23 @@ KP107_CASES = [
     Case("table-not-followed", "KP107", NORM, "bool fused_add_rms_norm_available() {", (
          Mutation(NORM, "  return has_kernel_port(fused_norm_ports());\n", "  return has_kernel_port(fused_norm_table_for_device());\n"),
          before(NORM, "bool fused_add_rms_norm_available() {\n", "const KernelPorts& fused_norm_table_for_device();\n\n"))),
+    # bridge wrappers with a registry predicate's name that forward elsewhere, or do not just forward
+    Case("forwards-to-another-kernels-predicate", "KP107", BRIDGE, "v:forward-other", (after(BRIDGE, '}  // extern "C"\n', """
+namespace bridge_cxx {
+bool swiglu_available() {  // v:forward-other
+  return mlxcel::rope_available();
+}
+bool gumbel_sample_available() {  // v:forward-negated
+  return !mlxcel::gumbel_sample_available();
+}
+bool top_k_ready();
+bool top_k_available() {  // v:forward-undefined
+  return top_k_ready();
+}
+}  // namespace bridge_cxx
+"""),)),
+    Case("forwards-negated", "KP107", BRIDGE, "v:forward-negated", ()),
+    Case("forwards-to-undefined", "KP107", BRIDGE, "v:forward-undefined", ()),
 ]
 # The definition is gone (the declaration in turbo_kernels.h and the bridge's call remain).
 KP107_ABSENT = Case("absent-from-code", "KP107", REGISTRY_KEY, "  - name: rope\n", (Mutation(ROPE,
@@ -618,6 +689,9 @@ def test_kp107_messages_say_what_is_wrong(kp107_engine):
     assert "does not read sdpa_window_ports()" in at(ATTENTION, "bool sdpa_available() {")
     assert "top_k_ports(), a table of another kernel" in at(SAMPLING, "bool gumbel_sample_available() {")
     assert "fails closed" in at(NORM, "bool fused_add_rms_norm_available() {")
+    assert "only forwards to mlxcel::rope_available(), which is not a registry predicate of swiglu" in at(BRIDGE, "v:forward-other")
+    assert "never calls has_kernel_port" in at(BRIDGE, "v:forward-negated")
+    assert "bridge_cxx::top_k_ready(), which is not defined in the code" in at(BRIDGE, "v:forward-undefined")
 
 
 def test_kp107_allowed_shapes_stay_quiet(tmp_path_factory, kp_cache):
@@ -628,9 +702,15 @@ def test_kp107_allowed_shapes_stay_quiet(tmp_path_factory, kp_cache):
                  "  if (!gpu_backend_available()) {  // d:gpu-precheck\n    return false;\n  }\n  return has_kernel_port(fused_norm_ports());\n"),
         # the table through a local
         Mutation(ROPE, "  return has_kernel_port(rope_ports());\n", "  const KernelPorts& table = rope_ports();\n  return has_kernel_port(table);  // d:local-table\n"),
+        # bridge wrappers of the same name in another namespace that only return the real predicate
+        after(BRIDGE, '}  // extern "C"\n', "\nnamespace bridge_cxx {\nbool rope_available() {  // d:forward-same-name\n"
+              "  return mlxcel::rope_available();\n}\nbool sdpa_available() {  // d:forward-two-tables\n"
+              "  return (mlxcel::sdpa_available());\n}\n}  // namespace bridge_cxx\n"),
     ]
     copy, result = run_copy(tmp_path_factory, kp_cache, "kp107-quiet", muts)
     assert result.findings == [], describe(result)
+    for tag in ("d:forward-same-name", "d:forward-two-tables"):
+        assert_quiet(copy, result, BRIDGE, tag)
 
 
 # ---------------------------------------------------------------------------

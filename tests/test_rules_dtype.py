@@ -175,6 +175,14 @@ array swiglu(const array& gate, const array& up) {"""),
       false,
       {});
   return outputs[0];""", "  return launch_swiglu(kernel, gate, up, size, gate.dtype());"),
+    # the Metal-only top_k kernel taken straight from its accessor (KP103's business), launched without a dtype
+    # key: the holder's own get() builds it with metal_kernel only, whose cache key has the input dtypes
+    Mutation(SAMPLING, 'kernel = select_kernel_port("top_k_indices", "mlx::core::argpartition", top_k_ports());',
+             "kernel = get_top_k_kernel().get();  // q:metal-holder"),
+    # KP202 quiet: positions no longer cast, but refused unless int32
+    Mutation(ROPE, "  const array pos = mlx::core::astype(positions, mlx::core::int32);\n",
+             "  if (positions.dtype() != mlx::core::int32) {\n    throw std::invalid_argument(\"apply_rope: positions must be int32\");\n  }\n"
+             "  const array pos = positions;\n"),
     # KP202 quiet: an uncast input checked equal to the keyed input's dtype
     Mutation(KV, "const array fresh = mlx::core::astype(values, cache.dtype());",
              "if (values.dtype() != cache.dtype()) {\n    throw std::invalid_argument(\"kv_cache_write: values must match the cache dtype\");\n  }\n"
@@ -321,6 +329,7 @@ def test_kernel_taken_from_an_accessor_fails_closed(negative_2):
     copy, result = negative_2
     (f,) = _one(result, "KP201", ATT_H, copy.line_of(ATT_H, ATT_LAUNCH), kernel=None)
     assert "straight from the accessor" in f.message and "get_sdpa_exact_kernel_cuda" in f.message
+    assert "with a cuda factory" in f.message
 
 
 # --- KP202 -------------------------------------------------------------------------
@@ -375,6 +384,21 @@ def test_quiet_metal_only_table_without_key(quiet):
     assert '"T"' not in copy.file(SAMPLING).read_text().split("array gumbel_sample(")[1]
 
 
+def test_quiet_accessor_that_builds_only_metal_kernels(quiet):
+    copy, result = quiet
+    line = copy.line_of(SAMPLING, "q:metal-holder")
+    assert findings_at(result, "KP103", SAMPLING, line), describe(result)  # the bypass itself is still reported
+    assert _dtype_findings(result, SAMPLING) == [], describe(result)
+    body = copy.file(SAMPLING).read_text().split("array top_k_indices(")[1].split("return outputs")[0]
+    assert "get_top_k_kernel().get()" in body and "{\"T\"" not in body
+
+
+def test_quiet_input_refused_unless_of_a_constant_dtype(quiet):
+    copy, result = quiet
+    assert _dtype_findings(result, ROPE) == [], describe(result)
+    assert "astype(positions" not in copy.file(ROPE).read_text()
+
+
 def test_quiet_dtype_bound_to_a_local(quiet):
     _, result = quiet
     assert _dtype_findings(result, NORM) == [], describe(result)
@@ -394,3 +418,17 @@ def test_quiet_input_checked_equal_to_the_keyed_dtype(quiet):
 def test_quiet_copy_has_no_dtype_findings_at_all(quiet):
     _, result = quiet
     assert _dtype_findings(result) == [], describe(result)
+
+
+# --- a key Clang cannot type --------------------------------------------------------
+
+
+def test_untyped_key_fails_closed_and_says_why(tmp_path_factory, cache_dir):
+    # the key's dtype comes from a function whose declaration is missing (a header the check cannot see)
+    copy, result = _run(tmp_path_factory, cache_dir, "untyped", (
+        Mutation(SAMPLING, '  KernelTemplateArgs template_args;\n  template_args.emplace_back("T", logits.dtype());\n',
+                 '  const auto dt = dtype_from_a_missing_header(logits);\n  KernelTemplateArgs template_args = {{"T", dt}};\n'),))
+    (f,) = _one(result, "KP201", SAMPLING, copy.line_of(SAMPLING, GUMBEL_LAUNCH), kernel="gumbel")
+    assert "Clang could not type `dt`" in f.message and "Clang reported" in f.message
+    assert "dtype_from_a_missing_header" in f.message and "missing header" in f.message
+    assert "name no input dtype" not in f.message

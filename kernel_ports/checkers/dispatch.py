@@ -244,7 +244,7 @@ class DirectHolderAccess(Rule):
                 if a.kind == "accessor_get":
                     how = f"`{a.accessor}().{a.method or 'get'}()`"
                 elif a.kind == "bound_ref_get" and a.method:
-                    how = f"a reference bound to `{a.accessor}()` then `.{a.method}()`"
+                    how = f"a reference or pointer bound to `{a.accessor}()` then `.{a.method}()`"
                 else:
                     how = f"`{a.accessor}()`, which returns the kernel itself,"
                 message = (f"{how} in {fn} reaches the kernel holder without its port table, so the backend is whatever "
@@ -414,9 +414,20 @@ class PredicateNotFromTable(Rule):
                                   kernel=k.name)
                 continue
             kernel = kernels[0].name if len(kernels) == 1 else None
+            # a wrapper may forward to a registry predicate of the same kernel (a bridge function of the
+            # same name in another namespace): that predicate answers from the table and is judged itself
+            same_kernel = {_short(q) for k in kernels for q in k.predicates}
             for p in facts:
                 problems = []
-                if p.has_port_calls == 0:
+                if p.has_port_calls == 0 and p.forwards_to:
+                    targets = [t for t in idx.predicates if _norm(t.qualified_name) == _norm(p.forwards_to) and t.usr != p.usr]
+                    if not targets:
+                        problems.append(f"it only forwards to {p.forwards_to}(), which is not defined in the code, so "
+                                        f"whether that answers from {has_port} cannot be checked")
+                    elif not any(t.name in same_kernel for t in targets):
+                        problems.append(f"it only forwards to {p.forwards_to}(), which is not a registry predicate of "
+                                        f"{' or '.join(sorted(k.name for k in kernels))}")
+                elif p.has_port_calls == 0:
                     problems.append(f"it never calls {has_port}")
                 else:
                     read = {_short(t) for t in p.tables}

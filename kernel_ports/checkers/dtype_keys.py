@@ -69,8 +69,11 @@ class DtypeKeys(Rule):
         # that reach the same verdict are reported once; the keys each holds
         # are listed, with what only some configurations add.
         found: dict = {}
+        accessors: dict = {}
+        for acc in index.accessors:
+            accessors.setdefault(acc.name, []).extend(acc.factory_calls)
         for inv in index.invocations:
-            for target in self._targets(inv, tables, registry, blind):
+            for target in self._targets(inv, tables, registry, blind, accessors):
                 for code, template in self._judge(inv, target):
                     key = (inv.loc, code, template, target["kernel"])
                     found.setdefault(key, []).append(inv)
@@ -87,7 +90,7 @@ class DtypeKeys(Rule):
         units = {path} | index.includers_of(path)
         return {cfg for p, cfg in index.clang_files if p in units}
 
-    def _targets(self, inv, tables, registry, blind):
+    def _targets(self, inv, tables, registry, blind, accessors=None):
         """One judgement per table the launch can run (only those on a dtype-blind cache).
 
         Yields dicts: kernel (registry name or None), why (the exposure, for the
@@ -113,7 +116,21 @@ class DtypeKeys(Rule):
                 out.append({"kernel": kname, "why": f"`{name}` has a {' and a '.join(ports)} port, whose JIT cache key{'s' if plural else ''} "
                                                     f"ignore{'' if plural else 's'} input dtypes"})
         for acc in inv.accessors:
-            out.append({"kernel": None, "why": f"the kernel is taken straight from the accessor `{acc}`, bypassing its port table, so its backend is unknown; judged as if it may run on a dtype-blind backend"})
+            # the accessor bypasses the table (KP103 says so); the factories it
+            # builds with say which backends the kernel can be compiled for
+            reached = (accessors or {}).get(acc) or []
+            backends = sorted({fc.backend for fc in reached})
+            exposed = [b for b in backends if b in blind or b not in registry.backends]
+            if backends and not exposed:
+                continue  # every factory it reaches keys its JIT cache by input dtype
+            if exposed:
+                why = (f"the kernel is taken straight from the accessor `{acc}`, bypassing its port table, and that accessor builds it "
+                       f"with a {' and a '.join(exposed)} factory, whose JIT cache key{'s' if len(exposed) > 1 else ''} "
+                       f"ignore{'' if len(exposed) > 1 else 's'} input dtypes")
+            else:
+                why = (f"the kernel is taken straight from the accessor `{acc}`, bypassing its port table, and no factory call could be "
+                       f"followed from it, so its backend is unknown; judged as if it may run on a dtype-blind backend")
+            out.append({"kernel": None, "why": why})
         return out
 
     # ------------------------------------------------------------- judgement
@@ -178,10 +195,13 @@ class DtypeKeys(Rule):
             names = ", ".join(f"`{_input_label(i)}`" for i in uncovered)
             suggestion = self._suggest(inv, varying_classes, list(varying_classes)[:1])
             if not inv.template_args_resolved:
+                because = f" ({'; '.join(inv.unresolved)})" if inv.unresolved else ""
+                fix = ("Make the declarations it needs visible to the check (the missing header, or a stub in an include dir). "
+                       if inv.unresolved else "")
                 yield ("KP201", f"launch {where}: {target['why']}, and its template args `{self._short(inv.template_args_text)}` could not be followed "
-                                f"completely (entries found: {keys_text}), so no input dtype key could be confirmed; inputs whose dtype is not keyed: {names}. "
-                                f"Build the template args where they can be read (a named vector, push_back/emplace_back, an inline list or a helper "
-                                f"returning them) and add {suggestion}")
+                                f"completely{because} (entries found: {keys_text}), so no input dtype key could be confirmed; inputs whose dtype is not keyed: "
+                                f"{names}. {fix}Build the template args where they can be read (a named vector, push_back/emplace_back, an inline list "
+                                f"or a helper returning them) and add {suggestion}")
                 return
             extra = ""
             if constant_keys:
@@ -205,7 +225,8 @@ class DtypeKeys(Rule):
             note = (f" ({', '.join(f'`{e.value_text}`' for e in opaque)} could not be traced to an input, so it is counted as keying "
                     f"at most one of them)")
         if not inv.template_args_resolved:
-            note += f" (part of the template args `{self._short(inv.template_args_text)}` could not be followed)"
+            because = f": {'; '.join(inv.unresolved)}" if inv.unresolved else ""
+            note += f" (part of the template args `{self._short(inv.template_args_text)}` could not be followed{because})"
         yield ("KP202", f"launch {where}: {target['why']}; keys present: {keys_text}; inputs whose dtype is not keyed and varies "
                         f"independently of every keyed dtype: {names}{note}. Add {suggestion}, cast the input to a keyed input's "
                         f"dtype (`astype(a, x.dtype())`), fix its dtype, or check it equal to a keyed input's dtype")

@@ -155,6 +155,20 @@ def cindex():
 # CXBinaryOperatorKind / CXUnaryOperatorKind (libclang 17+)
 _BINOPS = {11: "<", 12: ">", 13: "<=", 14: ">=", 15: "==", 16: "!=", 17: "&", 18: "^", 19: "|", 20: "&&", 21: "||", 22: "="}
 _UNOPS = {10: "!", 9: "~"}
+_ADDRESS_OF = 5  # CXUnaryOperator_AddrOf
+# MLX ops whose result dtype does not depend on their inputs
+_FIXED_RESULT_OPS = {
+    "mlx::core::argmax": "uint32",
+    "mlx::core::argmin": "uint32",
+    "mlx::core::argsort": "uint32",
+    "mlx::core::argpartition": "uint32",
+}
+# MLX ops whose result has the dtype of their first argument (they move or copy elements)
+_SAME_DTYPE_OPS = frozenset(f"mlx::core::{op}" for op in (
+    "reshape", "flatten", "unflatten", "transpose", "swapaxes", "moveaxis", "squeeze", "expand_dims", "slice",
+    "slice_update", "contiguous", "broadcast_to", "as_strided", "copy", "stop_gradient", "pad", "repeat", "tile",
+    "take", "take_along_axis"))
+_RANDOM_BITS = "mlx::core::random::bits"  # uint8/16/32 by its constant `width` argument (default 4)
 
 
 class _SkippedRanges(ctypes.Structure):
@@ -285,6 +299,7 @@ class RawInvocation:
     enclosing_usr: str
     in_macro: bool
     dtype_checks: tuple = ()
+    unresolved: tuple = ()
 
 
 @dataclass
@@ -556,6 +571,7 @@ class _Walker:
         self.callers: dict = {}  # usr -> [(caller ctx, call cursor)]
         self.query_usrs: dict = {}  # usr -> query qualified name (incl. wrappers, tainted decls)
         self.enum_uses: list = []  # (cursor, parents, ctx) decl refs of backend-enum-typed params
+        self.field_writes: dict = {}  # field usr -> [(value cursor, ctx)]: initialisers and assignments in this TU
         self.backend_enum: Optional[str] = None
         self.ifs_with_throw: list = []  # (if cursor, ctx)
         self.sites: list = []  # ("call", callee usr | "use", decl usr, cursor, parents, ctx): data-flow sites
@@ -563,6 +579,7 @@ class _Walker:
         self.slot_lambdas: set = set()  # hashes of lambdas that are port-table slots
         self.seam_set = set(self.conv.seams)
         self._pending_invocations: list = []  # (call, kernel object, args, ctx, loc, kernel refs)
+        self.error_lines: dict = {}  # rel path -> [(line, message)] of Clang errors
 
     # ---------------------------------------------------------------- utils
     def rel(self, f) -> Optional[str]:
@@ -685,6 +702,8 @@ class _Walker:
             res.diagnostics += 1
             if d.severity >= 3:
                 res.errors += 1
+                if rel:
+                    self.error_lines.setdefault(rel, []).append((d.location.line, d.spelling))
             if rel:
                 n, e = res.diag_by_file.get(rel, (0, 0))
                 res.diag_by_file[rel] = (n + 1, e + (1 if d.severity >= 3 else 0))
@@ -810,6 +829,7 @@ class _Walker:
         if init is None:
             return
         ctx = self._pseudo_ctx(record, "init")
+        self.field_writes.setdefault(field_cursor.get_usr(), []).append((init, ctx))
         self.expr(init, ctx, [field_cursor])
 
     def _var_init(self, c):
@@ -868,10 +888,14 @@ class _Walker:
             # members initialised in the class body run with every constructor
             if parent is not None:
                 info.calls.append(CallEdge(f"{parent.get_usr()}#init", self.qname(parent), self.qname(parent), info.loc, (), ()))
+            member = None
             for ch in c.get_children():
                 if ch.kind == K.MEMBER_REF:
-                    pass
+                    member = ch.referenced
                 elif ch.kind.is_expression():
+                    if member is not None and member.kind == K.FIELD_DECL:
+                        self.field_writes.setdefault(member.get_usr(), []).append((ch, ctx))
+                    member = None
                     self.expr(ch, ctx, [c])
         self._prescan(body, ctx)
         if c.kind in (K.FUNCTION_DECL, K.CXX_METHOD, K.FUNCTION_TEMPLATE):
@@ -932,6 +956,8 @@ class _Walker:
                     lhs = self.strip(ch[0])
                     if lhs.kind in (K.DECL_REF_EXPR, K.MEMBER_REF_EXPR) and lhs.referenced is not None:
                         ctx.assigns.setdefault(lhs.referenced.get_usr(), []).append(ch[-1])
+                        if lhs.referenced.kind == K.FIELD_DECL:
+                            self.field_writes.setdefault(lhs.referenced.get_usr(), []).append((ch[-1], ctx))
             stack.extend(c.get_children())
 
     # ----------------------------------------------------------- statements
@@ -1153,6 +1179,15 @@ class _Walker:
                 args = [x for x in ch[1:] if not (x.kind in (K.DECL_REF_EXPR, K.UNEXPOSED_EXPR) and x.spelling == "operator()")]
                 self.invocation(c, obj, args, ctx, parents)
                 return
+        if ref is not None and ref.kind in (K.VAR_DECL, K.PARM_DECL, K.FIELD_DECL) and self.kernel_type and \
+                re.sub(r"^const ", "", self.ref_target(ref.type) or self.canonical(ref.type)) == self.kernel_type:
+            # a kernel object called without a typed operator(): Clang could not
+            # type the launch's arguments (a missing declaration), so the call is
+            # a recovery expression that names the kernel variable
+            self.res.untyped.append((loc.path, loc.line, loc.column, "invocation", ref.spelling,
+                                     "Clang could not type this kernel launch (an argument did not compile), so its "
+                                     "template args and inputs cannot be judged"))
+            return
         if ref is None:
             # an untyped (recovery) call: name it if it is one of ours
             name = c.spelling or (self.text(ch[0]).split("(")[0].split("::")[-1].strip() if ch else "")
@@ -1241,6 +1276,22 @@ class _Walker:
         node = c
         while par and par[-1].kind in _strip_kinds():
             node = par.pop()
+        if par and par[-1].kind == K.UNARY_OPERATOR and \
+                self.ci.conf.lib.clang_getCursorUnaryOperatorKind(par[-1]) == _ADDRESS_OF:
+            # `holder = &get_x_kernel();` or `auto* holder = &get_x_kernel();`: a pointer bound to the holder
+            p = par[-2] if len(par) >= 2 else None
+            target = None
+            if p is not None and p.kind == K.VAR_DECL:
+                target = p
+            elif p is not None and p.kind == K.BINARY_OPERATOR:
+                ch = list(p.get_children())
+                lhs = self.strip(ch[0]) if len(ch) == 2 and ch[1] == par[-1] else None
+                if lhs is not None and lhs.kind == K.DECL_REF_EXPR and lhs.referenced is not None and lhs.referenced.kind == K.VAR_DECL:
+                    target = lhs.referenced
+            if target is not None:
+                methods = tuple(m for m, _ in ctx.member_calls.get(target.get_usr(), ()))
+                return None, target.spelling, methods
+            return None, None, ()
         if par:
             p = par[-1]
             if p.kind == K.MEMBER_REF_EXPR and len(par) >= 2 and par[-2].kind == K.CALL_EXPR:
@@ -1377,6 +1428,9 @@ class _Walker:
                     innr = self.strip(inner[0])
                     if innr.kind == K.CALL_EXPR and innr.referenced is not None:
                         return frozenset({("accessor", innr.referenced.get_usr(), self._callee_spelling(innr))})
+                    bound = self._bound_accessors(innr, ctx)
+                    if bound:
+                        return bound
             tmpl = self.ci.conf.lib.clang_getSpecializedCursorTemplate(ref)
             d = tmpl if tmpl is not None and not tmpl.kind.is_invalid() else ref
             if rr is not None and self.kernel_type and rr == self.kernel_type:
@@ -1404,6 +1458,25 @@ class _Walker:
                 return out
         return frozenset({("unknown", self.text(s)[:80])})
 
+    def _bound_accessors(self, o, ctx) -> frozenset:
+        """Accessor refs of a local reference or pointer every value of which is `acc()` or `&acc()` (else empty)."""
+        K = self.K
+        if o.kind != K.DECL_REF_EXPR or o.referenced is None or o.referenced.kind != K.VAR_DECL:
+            return frozenset()
+        u = o.referenced.get_usr()
+        values = ([ctx.locals[u]] if u in ctx.locals else []) + list(ctx.assigns.get(u, ()))
+        out = set()
+        for v in values:
+            v = self.strip(v)
+            if v.kind == K.UNARY_OPERATOR and self.ci.conf.lib.clang_getCursorUnaryOperatorKind(v) == _ADDRESS_OF:
+                ch = list(v.get_children())
+                v = self.strip(ch[0]) if ch else v
+            if v.kind != K.CALL_EXPR or v.referenced is None or v.referenced.kind != K.FUNCTION_DECL \
+                    or self.ref_target(v.referenced.result_type) is None:
+                return frozenset()
+            out.add(("accessor", v.referenced.get_usr(), self._callee_spelling(v)))
+        return frozenset(out)
+
     # ----------------------------------------------------------- invocation
     def invocation(self, c, obj, args, ctx, parents):
         loc = self.loc(c)
@@ -1423,6 +1496,8 @@ class _Walker:
             entries = [self._through_callers(e, ctx) for e in entries]
             entries = sorted(entries, key=lambda e: (e.loc.path, e.loc.line, e.loc.column) if e.loc is not None else ("", 0, 0))
             inputs = self._inputs(args[0], ctx) if args else ()
+            why = self._incomplete(entries, ctx)
+            resolved = resolved and not why
             self.res.invocations.append(RawInvocation(
                 loc=loc,
                 callee_text=self.text(obj),
@@ -1436,8 +1511,33 @@ class _Walker:
                 enclosing_usr=ctx.info.usr,
                 in_macro=self.in_macro(c) is not None,
                 dtype_checks=self._dtype_checks(ctx),
+                unresolved=why,
             ))
         self._pending_invocations = []
+
+    def _incomplete(self, entries, ctx) -> tuple:
+        """Why a launch's template args may be incomplete: entries Clang could not type, and Clang
+        errors inside the launching function (a statement that did not compile is missing from the AST)."""
+        why = []
+        untyped = [e.value_text for e in entries if e.untyped]
+        if untyped:
+            why.append("Clang could not type " + ", ".join(f"`{t}`" for t in untyped)
+                       + " (a declaration it depends on did not compile), so whether it is a dtype is unknown")
+        ext = ctx.cursor.extent
+        rel = self.rel(ext.start.file) if ext.start.file is not None else None
+        errors = [(line, msg) for line, msg in self.error_lines.get(rel, ()) if ext.start.line <= line <= ext.end.line]
+        if errors and ctx.cursor.kind != self.K.TRANSLATION_UNIT:
+            line, msg = errors[0]
+            why.append(f"Clang reported {len(errors)} error{'s' if len(errors) > 1 else ''} inside {ctx.info.qualified_name} "
+                       f"(first at line {line}: {msg}), and a statement that does not compile is missing from what was read")
+        return tuple(why)
+
+    def _untyped(self, v) -> bool:
+        TK = self.ci.TypeKind
+        t = v.type
+        if t.kind in (TK.INVALID, TK.DEPENDENT):
+            return True
+        return self.canonical(t) in ("", "<dependent type>")
 
     def _list_elements(self, s):
         """Elements of a braced list, looking through vector/initializer_list construction."""
@@ -1484,7 +1584,7 @@ class _Walker:
         is_dtype, src, from_param, const, param = self._dtype_origin(v, ctx, 0)
         return TemplateArgEntry(name=name, value_text=self.text(value_cursor), is_dtype=is_dtype, source_input=src,
                                 from_parameter=from_param, constant=const, loc=self.loc(e if e is not None else value_cursor), how=how,
-                                parameter=param)
+                                parameter=param, untyped=not is_dtype and self._untyped(v))
 
     def _is_dtype_type(self, t) -> bool:
         s = self.canonical(t)
@@ -1775,7 +1875,8 @@ class _Walker:
             i = params.index(e.parameter)
             if i < len(call_args):
                 d, src, fp, const, param = self._dtype_origin(self.strip(call_args[i]), cctx, 0)
-                e = _replace(e, is_dtype=e.is_dtype or d, source_input=src, from_parameter=fp, constant=const, parameter=param)
+                e = _replace(e, is_dtype=e.is_dtype or d, source_input=src, from_parameter=fp, constant=const, parameter=param,
+                             untyped=e.untyped and not (e.is_dtype or d))
         return e
 
     def _through_callers(self, e, ctx):
@@ -1939,7 +2040,49 @@ class _Walker:
                 return ()
             if s.referenced is not None and s.referenced.kind == K.CONSTRUCTOR and len(args) == 1:
                 return self._dtype_follows(args[0], ctx, depth + 1)  # a copy
+            if args and s.referenced is not None and self.qname(s.referenced) in _SAME_DTYPE_OPS:
+                return self._dtype_follows(args[0], ctx, depth + 1)  # reshape(a, ...) has a's dtype
+            # an array made at a given dtype (zeros(shape, dt), full(shape, v, dt), array(v, dt))
+            dts = [self.strip(a) for a in args if self._is_dtype_type(self.strip(a).type)]
+            if len(dts) == 1:
+                _, src, _, const, param = self._dtype_origin(dts[0], ctx, 0)
+                return tuple(n for n in (src, param) if n and not const)
+            return ()
+        if s.kind == K.CONDITIONAL_OPERATOR:
+            ch = list(s.get_children())
+            if len(ch) == 3:  # `c ? astype(b, T) : zeros({1}, T)`: what both branches follow
+                a, b = self._dtype_follows(ch[1], ctx, depth + 1), self._dtype_follows(ch[2], ctx, depth + 1)
+                return tuple(n for n in a if n in b)
+            return ()
+        if s.kind == K.MEMBER_REF_EXPR and s.referenced is not None and s.referenced.kind == K.FIELD_DECL:
+            return (self.text(s),)  # a wrapper's array member (`w.inner`), named as `w.inner.dtype()` names it
         return ()
+
+    def _launch_output_dtype(self, s, ctx) -> Optional[str]:
+        """`out[i]` where `out` is a local holding a kernel launch's results whose output dtypes are constants."""
+        K = self.K
+        ch = [self.strip(x) for x in s.get_children()]
+        obj = next((x for x in ch if x.kind == K.DECL_REF_EXPR and x.referenced is not None
+                    and x.referenced.kind == K.VAR_DECL), None)
+        init = ctx.locals.get(obj.referenced.get_usr()) if obj is not None else None
+        if init is None or ctx.assigns.get(obj.referenced.get_usr()):
+            return None
+        call = self.strip(init)
+        cch = list(call.get_children())
+        if call.kind != K.CALL_EXPR or call.spelling != "operator()" or not cch or not self.kernel_type or \
+                re.sub(r"^const ", "", self.canonical(cch[0].type)) != self.kernel_type:
+            return None
+        args = [x for x in cch[1:] if not (x.kind in (K.DECL_REF_EXPR, K.UNEXPOSED_EXPR) and x.spelling == "operator()")]
+        elems = self._list_elements(args[2]) if len(args) > 2 else None
+        consts = [self._dtype_const(x) for x in elems or ()]
+        if not consts or None in consts:
+            return None
+        index = next((x for x in ch[1:] if x.kind == K.INTEGER_LITERAL), None)
+        if index is not None:
+            i = "".join(t.spelling for t in index.get_tokens()).rstrip("uUlL")
+            if i.isdigit() and int(i) < len(consts):
+                return consts[int(i)]
+        return consts[0] if len(set(consts)) == 1 else None
 
     def _ctx_for(self, d):
         """A data-flow context for another function's definition (helpers)."""
@@ -1972,14 +2115,62 @@ class _Walker:
                 return (InputArray(text=self.text(e), name=None, dtype_fixed=None, how="unresolved"),)
         if elems is None:
             return (InputArray(text=self.text(e), name=None, dtype_fixed=None, how="unresolved"),)
-        return tuple(self._input(x, ctx) for x in elems)
+        inputs = [self._input(x, ctx) for x in elems]
+        checked = self._dtype_const_checks(ctx) if any(i.dtype_fixed is not True for i in inputs) else {}
+        for n, i in enumerate(inputs):
+            # the input itself, or an array whose dtype it has (a copy of the checked one)
+            const = next((checked[n] for n in (i.name or i.text,) + tuple(i.dtype_follows) if n in checked), None)
+            if i.dtype_fixed is not True and const:
+                inputs[n] = InputArray(text=i.text, name=i.name, dtype_fixed=True, fixed_dtype=const, how="checked",
+                                       dtype_follows=i.dtype_follows)
+        return tuple(inputs)
+
+    def _dtype_const_checks(self, ctx) -> dict:
+        """Arrays the function refuses unless they have one constant dtype:
+        ``if (a.dtype() != mlx::core::int32) throw ...;`` (alone or among ``||``-joined tests)."""
+        K = self.K
+        lib = self.ci.conf.lib
+        out = {}
+        stack = [ctx.cursor]
+        while stack:
+            c = stack.pop()
+            stack.extend(c.get_children())
+            if c.kind != K.IF_STMT:
+                continue
+            ch = list(c.get_children())
+            if len(ch) < 2 or not self._has_throw(ch[1]):
+                continue
+            leaves, todo = [], [ch[0]]
+            while todo:
+                x = self.strip(todo.pop())
+                if x.kind == K.BINARY_OPERATOR and _BINOPS.get(lib.clang_getCursorBinaryOperatorKind(x)) == "||":
+                    todo.extend(x.get_children())
+                else:
+                    leaves.append(x)
+            for x in leaves:
+                if x.kind == K.CALL_EXPR and x.spelling == "operator!=":
+                    ops = [o for o in x.get_children() if not (self.strip(o).kind == K.DECL_REF_EXPR and self.strip(o).spelling.startswith("operator"))]
+                elif x.kind == K.BINARY_OPERATOR and _BINOPS.get(lib.clang_getCursorBinaryOperatorKind(x)) == "!=":
+                    ops = list(x.get_children())
+                else:
+                    continue
+                if len(ops) != 2:
+                    continue
+                for a, b in ((ops[0], ops[1]), (ops[1], ops[0])):
+                    const = self._dtype_const(b)
+                    a = self.strip(a)
+                    if const and self._is_dtype_type(a.type):
+                        src = self._dtype_origin(a, ctx, 0)[1]
+                        if src:
+                            out.setdefault(src, const)
+        return out
 
     def _input(self, x, ctx) -> InputArray:
         K = self.K
         s = self.strip(x)
         name = self._root_name(s)
         fixed, dt, how = self._fixed_dtype(s, ctx, 0)
-        follows = tuple(n for n in dict.fromkeys(self._dtype_follows(s, ctx)) if n != name)
+        follows = tuple(n for n in dict.fromkeys(self._dtype_follows(s, ctx)) if n not in (name, self.text(x), self.text(s)))
         return InputArray(text=self.text(x), name=name, dtype_fixed=fixed, fixed_dtype=dt, how=how, dtype_follows=follows)
 
     def _dtype_const(self, a) -> Optional[str]:
@@ -1995,6 +2186,18 @@ class _Walker:
         K = self.K
         if depth > 5:
             return None, None, ""
+        if s.kind == K.CONDITIONAL_OPERATOR:
+            ch = list(s.get_children())
+            if len(ch) == 3:
+                a = self._fixed_dtype(self.strip(ch[1]), ctx, depth + 1)
+                b = self._fixed_dtype(self.strip(ch[2]), ctx, depth + 1)
+                if a[0] is True and b[0] is True and a[1] == b[1]:
+                    return True, a[1], a[2]
+                return (False if False in (a[0], b[0]) else None), None, "conditional"
+        if s.kind == K.CALL_EXPR and s.spelling == "operator[]":
+            fixed = self._launch_output_dtype(s, ctx)
+            if fixed:
+                return True, fixed, "launch output"
         if s.kind == K.DECL_REF_EXPR and s.referenced is not None:
             r = s.referenced
             if r.kind == K.PARM_DECL:
@@ -2015,6 +2218,17 @@ class _Walker:
             consts = [d for d in (self._dtype_const(a) for a in args) if d]
             if consts:
                 return True, consts[0], "constructed"
+            op = self.qname(s.referenced) if s.referenced is not None and s.referenced.kind == K.FUNCTION_DECL else ""
+            if op in _FIXED_RESULT_OPS:
+                return True, _FIXED_RESULT_OPS[op], "op"
+            if op == _RANDOM_BITS:
+                width = self.strip(args[1]) if len(args) > 1 and args[1].location.line != 0 else None
+                if width is None:
+                    return True, "uint32", "op"
+                if width.kind == K.INTEGER_LITERAL:
+                    w = "".join(t.spelling for t in width.get_tokens()).rstrip("uUlL")
+                    if w in ("1", "2", "4"):
+                        return True, f"uint{8 * int(w)}", "op"
             if s.referenced is not None and s.referenced.kind == K.CONSTRUCTOR:
                 real = [self.strip(a) for a in args if a.location.line != 0]
                 if len(real) == 1 and real[0].kind in (K.INTEGER_LITERAL, K.FLOATING_LITERAL, K.CXX_BOOL_LITERAL_EXPR):
@@ -2359,24 +2573,61 @@ class _Walker:
         return None
 
     def _param_origin(self, ctx, parm) -> str:
-        """compile_time when every call in this TU passes a constant (or a template parameter)."""
-        idx = ctx.params.get(parm.get_usr())
+        """compile_time when every call in this TU passes a constant (or a template parameter).
+
+        An argument that is a member (a holder's ``backend`` field read inside
+        its ``get()``) is followed to every value this TU writes into the
+        member (constructor initialisers, default initialisers, assignments),
+        and a parameter of the caller to that caller's own callers, so a holder
+        constructed with the accessor's template parameter is compile-time.
+        """
+        kinds = self._param_value_kinds(ctx, ctx.params.get(parm.get_usr()), set())
+        if "query" in kinds:
+            return "runtime"
+        if kinds and kinds <= {"const", "tparam"}:
+            return "compile_time"
+        return "unknown"
+
+    def _param_value_kinds(self, ctx, idx, seen) -> set:
+        """Kinds of value (const, tparam, query, unknown ...) every caller in this TU passes as parameter idx."""
+        key = (ctx.info.usr, idx)
+        if key in seen:
+            return set()  # a cycle adds nothing new
+        seen.add(key)
         callers = self.callers.get(ctx.info.usr, [])
-        if idx is None or not callers:
-            return "unknown"
+        if idx is None or not callers or len(seen) > 12:
+            return {"unknown"}
         kinds = set()
         for cctx, call in callers:
-            args = list(call.get_children())[1:]
+            args = self._call_args(call)
             if idx >= len(args):
                 kinds.add("unknown")
                 continue
-            for ref in self.sources(args[idx], cctx, shallow=True):
+            kinds |= self._value_kinds(args[idx], cctx, seen)
+        return kinds
+
+    def _value_kinds(self, e, ctx, seen) -> set:
+        K = self.K
+        s = self.strip(e)
+        if s.kind == K.MEMBER_REF_EXPR and s.referenced is not None and s.referenced.kind == K.FIELD_DECL:
+            fkey = ("field", s.referenced.get_usr())
+            if fkey in seen:
+                return set()
+            seen.add(fkey)
+            writes = self.field_writes.get(s.referenced.get_usr())
+            if not writes:
+                return {"unknown"}
+            kinds = set()
+            for value, wctx in writes:
+                kinds |= self._value_kinds(value, wctx, seen)
+            return kinds
+        kinds = set()
+        for ref in self.sources(e, ctx, shallow=True):
+            if ref[0] == "param" and isinstance(ref[1], int) and ref[1] >= 0:
+                kinds |= self._param_value_kinds(ctx, ref[1], seen)
+            else:
                 kinds.add(ref[0])
-        if "query" in kinds:
-            return "runtime"
-        if kinds <= {"const", "tparam"}:
-            return "compile_time"
-        return "unknown"
+        return kinds
 
     # ---------------------------------------------------------- refusals
     def _refusals(self):

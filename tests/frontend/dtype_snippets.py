@@ -126,6 +126,68 @@ array pair_local(const array& x) {
   return out[0];
 }
 
+// inputs built with ops the stubs declare: full(shape, v, dtype), array(v, dtype), array(v)
+array stub_ops(const array& x, float scale, int n) {
+  auto& kernel = select_kernel_port("k", "graph", k_ports());
+  auto scale_arr = mlx::core::full(mlx::core::Shape{1}, scale, mlx::core::float32);
+  auto count = mlx::core::array(n, mlx::core::int32);
+  auto plain = mlx::core::array(n);
+  auto out = kernel({x, scale_arr, count, plain}, {x.shape()}, {x.dtype()}, {1, 1, 1}, {1, 1, 1}, {{"T", x.dtype()}}, std::nullopt, false, {});  // @stub-ops
+  return out[0];
+}
+
+// inputs from ops whose result dtype is fixed: random bits of a constant width, argmax
+array fixed_result(const array& x, int width) {
+  auto& kernel = select_kernel_port("k", "graph", k_ports());
+  auto key = mlx::core::random::bits(mlx::core::Shape{2}, 4);
+  auto narrow = mlx::core::random::bits(mlx::core::Shape{2}, 2);
+  auto plain_key = mlx::core::random::bits(mlx::core::Shape{2});
+  auto varying = mlx::core::random::bits(mlx::core::Shape{2}, width);
+  auto best = mlx::core::argmax(x, -1);
+  auto out = kernel({x, key, narrow, plain_key, varying, best}, {x.shape()}, {x.dtype()}, {1, 1, 1}, {1, 1, 1}, {{"T", x.dtype()}}, std::nullopt, false, {});  // @fixed-result
+  return out[0];
+}
+
+// inputs refused unless their dtype is one constant; `loose` and `quiet` are not refused
+array const_checked(const array& x, const array& idx, const array& offsets, const array& loose, const array& quiet) {
+  auto& kernel = select_kernel_port("k", "graph", k_ports());
+  if (idx.dtype() != mlx::core::int32 || mlx::core::uint32 != offsets.dtype()) {
+    throw std::invalid_argument("idx must be int32 and offsets uint32");
+  }
+  if (loose.dtype() != mlx::core::int32 && loose.dtype() != mlx::core::int64) {
+    throw std::invalid_argument("loose must be an integer");
+  }
+  if (quiet.dtype() != mlx::core::int32) {
+    (void)quiet;
+  }
+  auto out = kernel({x, idx, offsets, loose, quiet}, {x.shape()}, {x.dtype()}, {1, 1, 1}, {1, 1, 1}, {{"T", x.dtype()}}, std::nullopt, false, {});  // @const-checked
+  return out[0];
+}
+
+// a wrapper holding its array in a member, and inputs reshaped from keyed arrays
+struct Wrapped {
+  array inner;
+};
+array reshaped(const Wrapped& w, const array& y) {
+  auto& kernel = select_kernel_port("k", "graph", k_ports());
+  auto dt = w.inner.dtype();
+  auto flat = mlx::core::reshape(w.inner, {-1});
+  auto cast_flat = mlx::core::reshape(mlx::core::astype(y, dt), {-1});
+  auto out = kernel({flat, cast_flat, w.inner}, {flat.shape()}, {dt}, {1, 1, 1}, {1, 1, 1}, {{"T", dt}}, std::nullopt, false, {});  // @reshaped
+  return out[0];
+}
+
+// a bias made at the keyed dtype on both branches, and the float32 output of a first launch fed to a second
+array chained(const array& x, const array* bias, int n) {
+  auto& kernel = select_kernel_port("k", "graph", k_ports());
+  auto dt = x.dtype();
+  array bias_arr = bias ? mlx::core::astype(*bias, dt) : mlx::core::zeros({1}, dt);
+  array fixed_bias = bias ? mlx::core::astype(*bias, mlx::core::float32) : mlx::core::zeros({1}, mlx::core::float32);
+  auto first = kernel({x}, {x.shape()}, {mlx::core::float32, mlx::core::int32}, {1, 1, 1}, {1, 1, 1}, {{"T", dt}}, std::nullopt, false, {});
+  auto out = kernel({x, bias_arr, fixed_bias, first[0], first[1]}, {x.shape()}, {dt}, {1, 1, 1}, {1, 1, 1}, {{"T", dt}}, std::nullopt, false, {});  // @chained
+  return out[0];
+}
+
 // template args kept in a member, filled by the constructor
 class MemberLaunch {
  public:

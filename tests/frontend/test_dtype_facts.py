@@ -32,7 +32,7 @@ def _entries(inv):
 
 def test_tree_parses_and_every_launch_reaches_its_table(dt_index):
     assert dt_index.unanalyzable == [] and dt_index.unconfirmed == []
-    assert len(dt_index.invocations) == 9
+    assert len(dt_index.invocations) == 15
     assert all(i.tables == ("k_ports",) for i in dt_index.invocations if i.loc.line != ds.line_of("cast-to-param")[1])
 
 
@@ -106,3 +106,44 @@ def test_template_args_in_a_member(dt_index):
 def test_member_changed_by_a_method_defined_elsewhere_is_not_resolved(dt_index):
     inv = _inv(dt_index, "member-args-elsewhere")
     assert not inv.template_args_resolved and inv.template_args == ()
+
+
+def test_inputs_built_by_stubbed_ops_have_fixed_dtypes(dt_index):
+    inv = _inv(dt_index, "stub-ops")
+    got = {i.name: (i.dtype_fixed, i.fixed_dtype, i.how) for i in inv.inputs}
+    assert got.pop("x")[0] is not True  # the keyed input varies
+    assert got == {"scale_arr": (True, "float32", "constructed"), "count": (True, "int32", "constructed"),
+                   "plain": (True, None, "scalar")}
+    assert not inv.unresolved
+
+
+def test_inputs_from_ops_with_a_fixed_result_dtype(dt_index):
+    inv = _inv(dt_index, "fixed-result")
+    got = {i.name: (i.dtype_fixed, i.fixed_dtype) for i in inv.inputs}
+    assert got.pop("x")[0] is not True
+    assert got == {"key": (True, "uint32"), "narrow": (True, "uint16"), "plain_key": (True, "uint32"),
+                   "varying": (None, None), "best": (True, "uint32")}
+
+
+def test_inputs_refused_unless_of_one_constant_dtype_are_fixed(dt_index):
+    inv = _inv(dt_index, "const-checked")
+    got = {i.name: (i.dtype_fixed, i.fixed_dtype, i.how) for i in inv.inputs}
+    assert got["idx"] == (True, "int32", "checked") and got["offsets"] == (True, "uint32", "checked")
+    # two allowed dtypes, or a test that does not throw: not fixed
+    assert got["loose"][0] is not True and got["quiet"][0] is not True and got["x"][0] is not True
+
+
+def test_member_arrays_and_reshaped_inputs_follow_their_source(dt_index):
+    inv = _inv(dt_index, "reshaped")
+    (t,) = inv.template_args
+    assert t.is_dtype and t.source_input == "w.inner"
+    assert {(i.name or i.text): i.dtype_follows for i in inv.inputs} == {
+        "flat": ("w.inner",), "cast_flat": ("w.inner",), "w.inner": ()}
+
+
+def test_conditional_inputs_and_launch_outputs(dt_index):
+    inv = _inv(dt_index, "chained")
+    got = {(i.name or i.text): (i.dtype_fixed, i.fixed_dtype, i.dtype_follows) for i in inv.inputs}
+    assert got["bias_arr"][0] is not True and got["bias_arr"][2] == ("x",)  # both branches have x's dtype
+    assert got["fixed_bias"][:2] == (True, "float32")
+    assert got["first[0]"][:2] == (True, "float32") and got["first[1]"][:2] == (True, "int32")

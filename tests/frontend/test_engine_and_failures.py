@@ -98,6 +98,63 @@ def test_stub_mismatch_is_unconfirmed(tmp_path):
     assert (u.kind, u.loc.path, u.loc.line) == ("invocation", "src/run.cpp", 4)
 
 
+UNDECLARED_ARG_CPP = r'''#include <optional>
+#include "mlx/mlx.h"
+// `Wrapped` comes from a header the tree does not have: the dtype local and
+// the launch that passes it cannot be typed, but the kernel variable can.
+mlx::core::fast::CustomKernelFunction& pick_kernel();
+mlx::core::array launch_wrapped(const mlx::core::array& x, const Wrapped& w) {
+  auto& kernel = pick_kernel();
+  auto dt = w.data.dtype();
+  return kernel({x}, {x.shape()}, {dt}, {1, 1, 1}, {1, 1, 1}, {{"T", dt}}, std::nullopt, false, {})[0];  // @lost
+}
+mlx::core::array launch_plain(const mlx::core::array& x) {
+  auto& kernel = pick_kernel();
+  return kernel({x}, {x.shape()}, {x.dtype()}, {1, 1, 1}, {1, 1, 1}, {{"T", x.dtype()}}, std::nullopt, false, {})[0];  // @kept
+}
+'''
+
+
+def test_launch_whose_arguments_do_not_type_is_unconfirmed(tmp_path):
+    write_tree(tmp_path, {"src/run.cpp": UNDECLARED_ARG_CPP})
+    reg = make_registry(tmp_path)
+    idx = build_index(reg, files_under(tmp_path), jobs=1, use_cache=False)
+    line = lambda m: next(i for i, s in enumerate(UNDECLARED_ARG_CPP.splitlines(), 1) if f"@{m}" in s)  # noqa: E731
+    assert [i.loc.line for i in idx.invocations] == [line("kept")]
+    (u,) = idx.unconfirmed
+    assert (u.kind, u.name, u.loc.line) == ("invocation", "kernel", line("lost"))
+    assert "could not type this kernel launch" in u.reason
+
+
+UNTYPED_KEY_CPP = r'''#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+#include "mlx/mlx.h"
+mlx::core::fast::CustomKernelFunction& pick_kernel();
+mlx::core::array launch_keyed(const mlx::core::array& x, const Wrapped& w) {
+  auto& kernel = pick_kernel();
+  auto dt = w.data.dtype();
+  std::vector<std::pair<std::string, mlx::core::fast::TemplateArg>> args = {{"T", dt}, {"N", 4}};
+  args.push_back({"U", w.other.dtype()});  // @dropped
+  return kernel({x}, {x.shape()}, {mlx::core::float32}, {1, 1, 1}, {1, 1, 1}, args, std::nullopt, false, {})[0];
+}
+'''
+
+
+def test_untyped_template_args_are_marked_incomplete(tmp_path):
+    write_tree(tmp_path, {"src/keyed.cpp": UNTYPED_KEY_CPP})
+    reg = make_registry(tmp_path)
+    idx = build_index(reg, files_under(tmp_path), jobs=1, use_cache=False)
+    (inv,) = idx.invocations
+    entries = {e.name: e for e in inv.template_args}
+    assert entries["T"].untyped and not entries["T"].is_dtype and not entries["N"].untyped
+    assert "U" not in entries  # the push_back did not compile: it is not in the AST at all
+    assert not inv.template_args_resolved
+    assert any("could not type `dt`" in w for w in inv.unresolved)
+    assert any("inside launch_keyed (first at line 7" in w for w in inv.unresolved), inv.unresolved
+
+
 def test_parser_crash_and_hang_are_unanalyzable(tmp_path, monkeypatch):
     body = '#include "mlx/mlx.h"\nauto k = mlx::core::fast::metal_kernel("k", {}, {}, "");\n'
     write_tree(tmp_path, {"src/a.cpp": body, "src/b.cpp": body, "src/c.cpp": body})

@@ -45,3 +45,28 @@ def test_predicates_record_a_bool_result(tmp_path):
     got = {p.name: p.returns_bool for p in index.predicates}
     assert got == {"gamma_available": True, "gamma_ready": True, "gamma_count": False, "gamma_launch": False}
     assert all(p.tables == ("gamma_ports",) for p in index.predicates)
+
+
+WRAPPERS = r'''#include "eng/ports.h"
+namespace mlxcel {
+bool gamma_available();
+bool gamma_ready();
+}  // namespace mlxcel
+namespace bridge {
+bool gamma_available() { return mlxcel::gamma_available(); }
+bool gamma_ready() { return !mlxcel::gamma_ready(); }
+bool gamma_count() { return mlxcel::gamma_available() && mlxcel::gamma_ready(); }
+}  // namespace bridge
+'''
+
+
+def test_a_wrapper_records_the_predicate_it_forwards_to(tmp_path):
+    write_tree(tmp_path, dict(TREE, **{"src/eng/wrappers.cpp": WRAPPERS}))
+    registry = make_registry(tmp_path, include_dirs=("src",), kernels=(
+        {"name": "gamma", "table": "gamma_ports", "predicates": ("gamma_available", "gamma_ready", "gamma_count")},))
+    index = build_index(registry, files_under(tmp_path), jobs=1, use_cache=False)
+    got = {p.qualified_name: p.forwards_to for p in index.predicates}
+    assert got["bridge::gamma_available"] == "mlxcel::gamma_available"
+    assert got["bridge::gamma_ready"] is None  # negated: not a forwarding
+    assert got["bridge::gamma_count"] is None  # two calls
+    assert got["mlxcel::gamma_available"] is None  # answers from the table itself

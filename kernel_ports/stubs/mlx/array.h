@@ -23,13 +23,18 @@ struct Dtype {
     bool_, uint8, uint16, uint32, uint64, int8, int16, int32, int64,
     float16, float32, float64, bfloat16, complex64,
   };
-  Val val;
+  constexpr Dtype(Val v, uint8_t bytes) : val_(v), size(bytes) {}
+  constexpr Val val() const { return val_; }
+
+ private:
+  Val val_;
+
+ public:
   uint8_t size;
-  constexpr Dtype(Val v, uint8_t bytes) : val(v), size(bytes) {}
 };
 
-constexpr bool operator==(Dtype a, Dtype b) { return a.val == b.val; }
-constexpr bool operator!=(Dtype a, Dtype b) { return a.val != b.val; }
+constexpr bool operator==(Dtype a, Dtype b) { return a.val() == b.val(); }
+constexpr bool operator!=(Dtype a, Dtype b) { return a.val() != b.val(); }
 
 inline constexpr Dtype bool_{Dtype::Val::bool_, 1};
 inline constexpr Dtype uint8{Dtype::Val::uint8, 1};
@@ -85,16 +90,21 @@ class SmallVector {
  public:
   SmallVector() = default;
   SmallVector(std::initializer_list<T> items) : items_(items) {}
+  template <typename It>
+  SmallVector(It first, It last) : items_(first, last) {}
   size_t size() const { return items_.size(); }
   bool empty() const { return items_.empty(); }
   T& operator[](size_t i) { return items_[i]; }
   const T& operator[](size_t i) const { return items_[i]; }
   T& back() { return items_.back(); }
+  const T& back() const { return items_.back(); }
   void push_back(T value) { items_.push_back(value); }
   T* begin() { return items_.data(); }
   T* end() { return items_.data() + items_.size(); }
   const T* begin() const { return items_.data(); }
   const T* end() const { return items_.data() + items_.size(); }
+  bool operator==(const SmallVector& other) const { return items_ == other.items_; }
+  bool operator!=(const SmallVector& other) const { return items_ != other.items_; }
 
  private:
   std::vector<T> items_;
@@ -108,6 +118,9 @@ class array {
   array(std::initializer_list<float> data);
   array(std::initializer_list<float> data, Dtype dtype);
   array(std::initializer_list<int> data, Dtype dtype);
+  // A C++ scalar makes a 0-d array (of the scalar's dtype unless one is given).
+  template <typename T>
+  explicit array(T value, Dtype dtype = float32);
 
   Dtype dtype() const;
   const Shape& shape() const;
@@ -115,6 +128,13 @@ class array {
   size_t ndim() const;
   size_t size() const;
   size_t nbytes() const;
+  void eval();
+  template <typename T>
+  T* data();
+  template <typename T>
+  const T* data() const;
+  template <typename T>
+  T item();
 
  private:
   std::shared_ptr<void> data_;

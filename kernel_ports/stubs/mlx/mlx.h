@@ -7,3 +7,4 @@
 #include "mlx/backend/rocm/rocm.h"
 #include "mlx/fast.h"
 #include "mlx/ops.h"
+#include "mlx/random.h"
