@@ -25,8 +25,6 @@ already followed by the front end.
 
 from __future__ import annotations
 
-from collections import defaultdict
-
 from kernel_ports.checkers import Context, Rule
 from kernel_ports.findings import Finding
 

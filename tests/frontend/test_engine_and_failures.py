@@ -1,9 +1,6 @@
 """The sample engine end to end, the cache, and the fail-closed paths (KP901/KP902)."""
 
-import os
 import time
-
-import pytest
 
 from helpers import files_under, make_registry, write_tree
 from kernel_ports.index import build_index
