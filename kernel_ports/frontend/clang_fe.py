@@ -484,7 +484,10 @@ def parse_translation_unit(job: ParseJob) -> TUResult:
     res = TUResult(path=job.relpath, configuration=job.configuration)
     t0 = time.perf_counter()
     try:
-        index = ci.Index.create()
+        # excludeDecls: the declarations of the precompiled prelude (the standard library, ~15k of them) are not
+        # listed among the unit's top-level cursors; none is a project declaration, and reading their locations
+        # only to drop them cost more than the rest of the walk
+        index = ci.Index.create(excludeDecls=True)
         opts = ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD | 0x200  # CXTranslationUnit_KeepGoing
         unsaved = [(job.abspath, job.unsaved)] if job.unsaved is not None else None
         tu = index.parse(job.abspath, args=list(job.args), unsaved_files=unsaved, options=opts)
@@ -712,6 +715,8 @@ class _Walker:
                 continue
             if c.kind in (K.MACRO_DEFINITION, K.INCLUSION_DIRECTIVE):
                 continue
+            if self._instantiation(c):
+                continue
             tops.append(c)
         res.files_walked = sorted(walked | {self.job.relpath})
         for rel in res.files_walked:
@@ -726,6 +731,22 @@ class _Walker:
         self._taint_and_tests()
         self._refusals()
         res.functions = list(self.functions.values())
+
+    def _instantiation(self, c) -> bool:
+        """A template instantiation Clang listed at the top level (it does so when the prelude's declarations are
+        excluded); it is not a declaration written there, and its template is walked where it is written."""
+        K = self.K
+        if c.kind not in (K.FUNCTION_DECL, K.CXX_METHOD, K.CONSTRUCTOR, K.DESTRUCTOR, K.CONVERSION_FUNCTION,
+                          K.STRUCT_DECL, K.CLASS_DECL, K.VAR_DECL):
+            return False
+        lp = c.lexical_parent
+        if lp is not None and lp.kind != K.TRANSLATION_UNIT:
+            return True
+        tmpl = self.ci.conf.lib.clang_getSpecializedCursorTemplate(c)
+        if tmpl is None or tmpl.kind.is_invalid():
+            return False
+        a, b = c.location, tmpl.location
+        return a.offset == b.offset and a.file is not None and b.file is not None and a.file.name == b.file.name
 
     def _find_api_types(self, top_children):
         """Canonical types of CustomKernelFunction (a factory's result), the table type, Dtype."""
