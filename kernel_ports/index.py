@@ -521,7 +521,14 @@ def build_index(registry, files, *, jobs: int = 2, use_cache: bool = True, cache
                 a = tuple(clang_fe.build_args(registry, conf, rel))
                 arg_sets.setdefault(a, []).append(rel)
             pchs: dict = {}
-            pre_jobs = [(a, ("prelude", (_prelude_args(a, root), str(pch_dir)))) for a, rels in arg_sets.items() if len(rels) >= 3]
+            pre_jobs = []
+            for a, rels in arg_sets.items():
+                pre_args = _prelude_args(a, root)
+                built = clang_fe.prelude_path(pre_args, pch_dir)
+                if built.is_file():
+                    pchs[a] = str(built)  # built by an earlier run: worth it for a single file too
+                elif len(rels) >= 3:
+                    pre_jobs.append((a, ("prelude", (pre_args, str(pch_dir)))))
             t0 = time.perf_counter()
             if pre_jobs:
                 for a, (status, out) in pool.run(pre_jobs, timeout).items():
