@@ -10,7 +10,9 @@
    build configuration whose defines the file or a project header it includes
    mentions (the default configuration always);
 3. the parses run in a worker pool, each with a timeout, so a crash or a hang
-   is a KP901 record (``unanalyzable``) rather than the end of the run;
+   is a KP901 record (``unanalyzable``) rather than the end of the run; the
+   walk leaves unread the bodies of free functions that nothing the checker
+   follows can reach or be reached from by name (:mod:`.frontend.focus`);
 4. the per-translation-unit results are merged: a fact seen in several
    translation units or configurations is kept once with the union of its
    configurations; the joins (slot -> accessor -> holder -> helpers -> factory
@@ -68,13 +70,14 @@ from kernel_ports.facts import (
     sort_key,
     to_jsonable,
 )
-from kernel_ports.frontend import clang_fe, hip, rust, witness as wit
+from kernel_ports.frontend import clang_fe, focus, hip, rust, witness as wit
 
 def _code_digest() -> str:
     """The front ends' own source, so a changed extractor never reads stale cache entries."""
     h = hashlib.sha256(__version__.encode())
     here = Path(__file__).resolve().parent
-    for rel in ("facts.py", "index.py", "frontend/clang_fe.py", "frontend/witness.py", "frontend/hip.py", "frontend/rust.py"):
+    for rel in ("facts.py", "index.py", "frontend/clang_fe.py", "frontend/witness.py", "frontend/hip.py", "frontend/rust.py",
+                "frontend/focus.py"):
         try:
             h.update((here / rel).read_bytes())
         except OSError:
@@ -108,7 +111,9 @@ class ProjectIndex:
     unanalyzable: list = field(default_factory=list)  # (path, reason) -> KP901
     unconfirmed: list = field(default_factory=list)  # Unconfirmed -> KP902
     include_graph: nx.DiGraph = field(default_factory=nx.DiGraph)  # includer -> included (project paths)
-    call_graph: nx.DiGraph = field(default_factory=nx.DiGraph)  # caller usr -> callee usr
+    # caller usr -> callee usr; a function whose body the walk left unread (FunctionInfo.body_walked False, see
+    # frontend/focus.py) is a node without out-edges, and is reached from no function whose body was read
+    call_graph: nx.DiGraph = field(default_factory=nx.DiGraph)
     files_scanned: list = field(default_factory=list)  # every C-family/Rust path read
     clang_files: list = field(default_factory=list)  # (path, configuration) parsed by Clang
     functions: dict = field(default_factory=dict)  # usr -> clang_fe.FunctionInfo (merged)
@@ -491,12 +496,22 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
     if tus:
         clang_fe.builtin_include_dir()
         clang_fe.system_cxx_headers()
+    unread = {}
+    if tus and FOCUS:
+        # a function of every C-family file and the registry's names: computed once per state of the tree
+        fkey = _sha(f"f|{FRONTEND_VERSION}|{names_key}|{_focus_inputs(registry)}|{sorted((f.path, hashes[f.path]) for f in cpp_files)}".encode())
+        unread = cache.get(fkey)
+        if unread is None:
+            unread = _unread_bodies(registry, witnessed)
+            cache.put(fkey, unread)
+    tu_unread: dict = {}  # tu -> frozenset((path, line, column)) of bodies its walk may leave unread
     jobs_wanted = []  # (relpath, configuration)
     for tu in sorted(tus):
         seen_files = {tu} | set(nx.descendants(wgraph, tu))
         mentioned = set()
         for s in seen_files:
             mentioned |= witnessed[s].conditional_macros if s in witnessed else set()
+        tu_unread[tu] = frozenset((s, line, col) for s in seen_files for line, col in unread.get(s, ()))
         for conf in registry.compile.configurations:
             if conf.name == default_conf.name or any(_define_name(d) in mentioned for d in conf.defines):
                 jobs_wanted.append((tu, conf))
@@ -510,7 +525,7 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
     results: list = []
     to_parse = []
     for rel, conf in jobs_wanted:
-        key = _sha(f"c|{comp_key}|{conf.name}|{conf.defines}|{rel}|{hashes[rel]}".encode())
+        key = _sha(f"c|{comp_key}|{conf.name}|{conf.defines}|{rel}|{hashes[rel]}|{_sha(repr(sorted(tu_unread[rel])).encode())}".encode())
         entry = cache.get(key) if rel not in fault_map else None
         if entry is not None and not all(hashes.get(d) == h for d, h in entry[0].items()):
             # an unchanged file includes the same headers: look for the entry
@@ -559,7 +574,7 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
                 job = clang_fe.ParseJob(
                     abspath=str(by_path[rel].abspath), relpath=rel, configuration=conf.name, args=args,
                     root=str(root), project_files=frozenset(known), conventions=conv,
-                    fault=fault_map.get(rel))
+                    fault=fault_map.get(rel), unread_bodies=tu_unread[rel])
                 parse_jobs.append(((rel, conf.name, key), ("parse", job)))
             t0 = time.perf_counter()
             out = pool.run(parse_jobs, timeout)
@@ -593,6 +608,22 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
     index.timings["join"] = time.perf_counter() - t0
     index.timings["total"] = time.perf_counter() - t_start
     return index
+
+
+# Leave unread the bodies no fact can arise in or be reached through (frontend/focus.py); tests turn it off to
+# compare with a full walk.
+FOCUS = True
+
+
+def _focus_inputs(registry) -> tuple:
+    defines = {_define_name(d) for d in registry.compile.defines}
+    defines |= {_define_name(d) for c in registry.compile.configurations for d in c.defines}
+    return tuple(sorted(focus.seeds(registry))), tuple(sorted(focus.backend_queries(registry))), tuple(sorted(defines))
+
+
+def _unread_bodies(registry, witnessed: dict) -> dict:
+    seeds, queries, defines = _focus_inputs(registry)
+    return focus.unread_bodies(witnessed, frozenset(seeds), frozenset(queries), frozenset(defines))
 
 
 def _dir_key(d, root: Path) -> str:
@@ -694,6 +725,7 @@ class _Joiner:
             else:
                 cur.factory_calls.append((fc, g))
         cur.returned = cur.returned | other.returned
+        cur.body_walked = cur.body_walked or other.body_walked
         cur.invokes = cur.invokes or other.invokes
         cur.selects = cur.selects or other.selects
         cur.backend_queries = tuple(sorted(set(cur.backend_queries) | set(other.backend_queries)))

@@ -288,6 +288,7 @@ class FunctionInfo:
     has_port_args: tuple = ()  # frozensets of value refs, one per has_kernel_port call
     calls_default_device: bool = False
     param_const_args: dict = field(default_factory=dict)  # unused placeholder for merges
+    body_walked: bool = True  # False: a body the focus left unread (frontend/focus.py); the fields above it are empty
 
 
 @dataclass
@@ -440,6 +441,7 @@ class ParseJob:
     conventions: Conventions
     unsaved: Optional[bytes] = None
     fault: Optional[str] = None  # test hook: "crash" | "hang" | "error"
+    unread_bodies: frozenset = frozenset()  # (relpath, line, column) of free-function bodies not to walk (focus.py)
 
 
 def build_args(registry, configuration, relpath: str, *, compile_commands: Optional[dict] = None,
@@ -952,6 +954,9 @@ class _Walker:
         )
         self.functions[usr] = info
         self.fn_cursors[usr] = c
+        if self.job.unread_bodies and c.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE) and self._unread(body):
+            info.body_walked = False
+            return
         ctx = _Ctx(info, c)
         for i, p in enumerate(params):
             ctx.params[p.get_usr()] = i
@@ -969,6 +974,12 @@ class _Walker:
             self._table(c, ctx, body)
         self.stmt(body, ctx, [c])
         self._returns(body, ctx)
+
+    def _unread(self, body) -> bool:
+        """A body the focus says no fact can arise in or be reached through (frontend/focus.py)."""
+        start = body.extent.start
+        rel = self.rel(start.file) if start.file is not None else None
+        return rel is not None and (rel, start.line, start.column) in self.job.unread_bodies
 
     def _returns(self, body, ctx):
         """What the function returns: value refs (wrappers) and static holder variables."""
