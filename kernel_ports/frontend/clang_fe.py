@@ -17,10 +17,14 @@ sources are parsed as C++ with their keywords defined away.  With
 ``compile_commands.json`` the recorded flags of the file are used instead
 (its include and define flags only; stubs still come last).
 
-A precompiled prelude (the standard headers the stubs and engines use) is
-built once per argument set into the cache directory and passed with
-``-include-pch``; it cuts per-file parse time several-fold.  It adds two
-spurious ``__va_list_tag`` diagnostics per file, which are filtered.
+A precompiled prelude (the standard headers the stubs and engines use, and
+the stubs themselves when no include directory holds an MLX header of its
+own) is built once per argument set into the cache directory, with the
+templates it uses instantiated, and passed with ``-include-pch``; it cuts
+per-file parse time several-fold.  It adds two spurious ``__va_list_tag``
+diagnostics per file, which are filtered.  The prelude's declarations are not
+listed among a unit's (``excludeDecls``); what the walk needs of the stubs'
+is written beside the prelude (``prelude_api``).
 
 Only declarations whose location is in a project file are walked: the filter
 is applied at the top level (and to namespace members), never below a
@@ -37,6 +41,7 @@ from __future__ import annotations
 import ctypes
 import glob
 import hashlib
+import json
 import os
 import re
 import subprocess
@@ -483,12 +488,32 @@ def stub_digest() -> str:
     return h.hexdigest()[:16]
 
 
-def prelude_text() -> str:
-    # Standard headers only: the stubs are small, and keeping them out of the
-    # prelude means a tree with its own (real or different) MLX headers can
-    # never clash with a precompiled copy of ours.
+def prelude_text(with_stubs: bool = False) -> str:
+    # The standard headers, and the package's MLX stubs when they are what the
+    # units would include anyway (``stubs_shadowed``): a tree with its own (real
+    # or different) MLX headers must never meet a precompiled copy of ours.
     lines = [f"#include <{h}>" for h in PRELUDE_STD_HEADERS]
+    if with_stubs:
+        lines.append('#include "mlx/mlx.h"')
     return "\n".join(lines) + "\n"
+
+
+def stubs_shadowed(args) -> bool:
+    """Whether an include directory of this command line (or a standard system one) holds a header at a stub's
+    path, so that units would read it rather than the stub."""
+    dirs = ["/usr/include", "/usr/local/include"]
+    it = iter(args)
+    for a in it:
+        if a in ("-I", "-isystem", "-iquote"):
+            dirs.append(next(it, ""))
+        elif a.startswith("-I") and len(a) > 2:
+            dirs.append(a[2:])
+        elif a.startswith("-isystem") and len(a) > 8:
+            dirs.append(a[8:])
+        elif a == "-include" or a == "-include-pch":
+            next(it, None)
+    rels = [p.relative_to(STUBS_DIR) for p in STUBS_DIR.rglob("*") if p.is_file()] if STUBS_DIR.is_dir() else []
+    return any((Path(d) / r).exists() for d in dirs if d for r in rels)
 
 
 def _prelude_header_args(args) -> list:
@@ -497,27 +522,31 @@ def _prelude_header_args(args) -> list:
     return ["-x", "c++-header", "-fpch-instantiate-templates"] + [a for a in args if a != "-x" and a != "c++"]
 
 
-def prelude_path(args, cache_dir: Path, cindex_file: Optional[str] = None) -> Path:
+def prelude_path(args, cache_dir: Path, cindex_file: Optional[str] = None, with_stubs: bool = False) -> Path:
     """Where the prelude for an argument set is (or will be) stored; computed without loading libclang."""
     if cindex_file is None:
         import importlib.util
 
         spec = importlib.util.find_spec("clang.cindex")
         cindex_file = spec.origin if spec is not None else ""
-    text = "\0".join(_prelude_header_args(list(args))) + prelude_text() + stub_digest() + cindex_file
+    text = "\0".join(_prelude_header_args(list(args))) + prelude_text(with_stubs) + stub_digest() + cindex_file
     key = hashlib.sha256(text.encode()).hexdigest()[:20]
     return Path(cache_dir) / f"prelude-{key}.pch"
 
 
-def build_prelude(args: list, cache_dir: Path) -> Optional[str]:
-    """Build (or reuse) the precompiled prelude for an argument set; None if it fails."""
+def build_prelude(args: list, cache_dir: Path, with_stubs: bool = False) -> Optional[str]:
+    """Build (or reuse) the precompiled prelude for an argument set; None if it fails.
+
+    With the stubs in it, their declarations are among the prelude's, which the
+    walk does not list; what it needs of them (the kernel type a factory
+    returns, Dtype ...) is written beside the prelude (``prelude_api``)."""
     ci = cindex()
-    out = prelude_path(args, cache_dir, ci.__file__)
+    out = prelude_path(args, cache_dir, ci.__file__, with_stubs)
     if out.is_file():
         return str(out)
     cache_dir.mkdir(parents=True, exist_ok=True)
     src = out.with_suffix(".h")
-    src.write_text(prelude_text())
+    src.write_text(prelude_text(with_stubs))
     hdr_args = _prelude_header_args(args)
     try:
         index = ci.Index.create()
@@ -526,12 +555,54 @@ def build_prelude(args: list, cache_dir: Path) -> Optional[str]:
                          options=ci.TranslationUnit.PARSE_INCOMPLETE | ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD)
         if any(d.severity >= 3 for d in tu.diagnostics):
             return None
+        if with_stubs:
+            api = out.with_suffix(".api.json")
+            tmp_api = api.with_name(f"{api.name}.{os.getpid()}.tmp")
+            tmp_api.write_text(json.dumps(_stub_api(tu)))
+            os.replace(tmp_api, api)
         tmp = out.with_name(f"{out.stem}.{os.getpid()}.tmp")
         tu.save(str(tmp))
         os.replace(tmp, out)
     except Exception:
         return None
     return str(out)
+
+
+def _stub_api(tu) -> dict:
+    """Canonical types of what the stubs declare: functions' results (with whether it is an enum), and types."""
+    ci = cindex()
+    K = ci.CursorKind
+    stubs = str(STUBS_DIR)
+    functions, types = {}, {}
+
+    def visit(c, prefix):
+        for ch in c.get_children():
+            f = ch.location.file
+            if f is None or not os.path.normpath(f.name).startswith(stubs):
+                continue
+            q = f"{prefix}::{ch.spelling}" if prefix else ch.spelling
+            if ch.kind == K.NAMESPACE:
+                visit(ch, q)
+            elif ch.kind == K.FUNCTION_DECL:
+                rt = ch.result_type.get_canonical()
+                functions.setdefault(q, {"result": rt.spelling, "enum": rt.kind == ci.TypeKind.ENUM})
+            elif ch.kind in (K.STRUCT_DECL, K.CLASS_DECL, K.TYPE_ALIAS_DECL, K.TYPEDEF_DECL):
+                types.setdefault(q, ch.type.get_canonical().spelling)
+
+    visit(tu.cursor, "")
+    return {"functions": functions, "types": types}
+
+
+def prelude_api(args) -> dict:
+    """What ``build_prelude`` wrote beside the prelude a command line loads, if it holds the stubs."""
+    args = list(args)
+    if "-include-pch" not in args:
+        return {}
+    pch = Path(args[args.index("-include-pch") + 1])
+    try:
+        return json.loads(pch.with_suffix(".api.json").read_text())
+    except (OSError, ValueError):
+        return {}
 
 
 # --------------------------------------------------------------------------
@@ -855,6 +926,21 @@ class _Walker:
                         self.dtype_type = t
 
         visit(None, "")
+        api = prelude_api(self.job.args)
+        if api:
+            # declarations of the stubs, precompiled in the prelude, are not among the unit's
+            for f, _ in self.conv.factories:
+                got = api["functions"].get(f)
+                if got is not None and self.kernel_type is None:
+                    self.kernel_type = got["result"]
+            for q in self.conv.backend_queries:
+                got = api["functions"].get(q)
+                if got is not None and got["enum"] and self.backend_enum is None:
+                    self.backend_enum = got["result"]
+            if self.dtype_type is None and MLX_DTYPE in api["types"]:
+                self.dtype_type = api["types"][MLX_DTYPE]
+            if self.table_type is None and self.conv.table_type in api["types"]:
+                self.table_type = api["types"][self.conv.table_type]
         if self.kernel_type is None:
             # no factory declared: the selector returns the kernel type by reference
             def visit2(c, prefix):

@@ -59,3 +59,65 @@ def test_a_rejected_prelude_does_not_lose_the_file(tmp_path):
     res = clang_fe.parse_translation_unit(job)
     assert res.ok and res.errors == 0
     assert [fc.kernel_name for fc in res.factory_calls] == ["k0"]
+
+
+def test_stubs_precompiled_only_when_no_header_shadows_them(tmp_path):
+    own = tmp_path / "own"
+    assert not clang_fe.stubs_shadowed(["-x", "c++", f"-I{own}", "-isystem", str(tmp_path / "sys")])
+    (own / "mlx").mkdir(parents=True)
+    (own / "mlx" / "array.h").write_text("#pragma once\n")
+    assert clang_fe.stubs_shadowed(["-x", "c++", f"-I{own}"])
+    assert clang_fe.stubs_shadowed(["-isystem", str(own)])
+
+
+def test_a_prelude_with_the_stubs_gives_the_same_facts(tmp_path):
+    """The stubs' declarations are not among the unit's when precompiled; what the walk needs of them comes from
+    the file written beside the prelude, and the facts are those of a parse that reads the stubs itself."""
+    from kernel_ports.registry.load import load_registry
+    from tests.conftest import REGISTRY
+
+    engine = load_registry(REGISTRY)
+    write_tree(tmp_path / "t", {"src/direct.cpp": DIRECT})
+    snippet = make_registry(tmp_path / "t")
+    cases = [(engine, "src/lib/mlx-cpp/turbo/kv_cache.cpp"),  # a templated holder, a backend switch, dtype keys, a launch
+             (snippet, "src/direct.cpp")]  # no selector declared: the kernel type is only what the factory returns
+    for reg, rel in cases:
+        _same_facts_with_stubs_prelude(reg, rel, tmp_path)
+
+
+DIRECT = r'''#include "mlx/mlx.h"
+namespace eng {
+mlx::core::fast::CustomKernelFunction& get_k() {
+  static auto k = mlx::core::fast::metal_kernel("k", {"x"}, {"out"}, "out[0] = x[0];");
+  return k;
+}
+mlx::core::array launch(const mlx::core::array& x) {
+  return get_k()({x}, {x.shape()}, {x.dtype()}, {1, 1, 1}, {1, 1, 1}, {{"T", x.dtype()}}, std::nullopt, false, {})[0];
+}
+}  // namespace eng
+'''
+
+
+def _same_facts_with_stubs_prelude(reg, rel, tmp_path):
+    from kernel_ports.facts import to_jsonable
+    from kernel_ports.index import _prelude_args
+
+    root = Path(reg.root).resolve()
+    conv = clang_fe.Conventions.from_registry(reg)
+    project = frozenset(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+    for conf in reg.compile.configurations:
+        args = tuple(clang_fe.build_args(reg, conf, rel))
+        assert not clang_fe.stubs_shadowed(args)
+        seen = []
+        for with_stubs in (False, True):
+            pch = clang_fe.build_prelude(list(_prelude_args(args, root)), tmp_path / "pch", with_stubs)
+            assert pch and Path(pch).with_suffix(".api.json").is_file() == with_stubs
+            job = clang_fe.ParseJob(abspath=str(root / rel), relpath=rel, configuration=conf.name,
+                                    args=args + ("-include-pch", pch), root=str(root), project_files=project,
+                                    conventions=conv)
+            res = clang_fe.parse_translation_unit(job)
+            assert res.ok and res.errors == 0
+            seen.append([to_jsonable(getattr(res, f)) for f in ("factory_calls", "selectors", "invocations", "tables",
+                                                                 "backend_tests", "holder_accesses", "predicates", "seen", "untyped")])
+        assert seen[0] == seen[1]
+        assert seen[1][2]  # the launch was found: the kernel type came from the file beside the prelude
