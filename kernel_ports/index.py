@@ -444,6 +444,9 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
     names_key = _sha(names.stable_repr().encode())[:16]
     seams = [s.name for s in registry.conventions.test_seams]
 
+    early = _start_early_prelude(registry, root, cache, cpp_files, compile_commands or registry.compile.compile_commands) \
+        if use_cache else None
+
     # ---- 1. witness + Rust (cached by content)
     witnessed: dict = {}
     parser = None
@@ -544,25 +547,28 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
         tmpdir = None
         try:
             pch_dir = (cache.root / "pch") if cache.root is not None else Path(tmpdir := tempfile.mkdtemp(prefix="kp-pch-"))
-            # a prelude per distinct argument set with enough files to pay for it
-            arg_sets: dict = {}
+            # a prelude per distinct prelude argument set with enough files to pay for it
+            plan_of: dict = {}  # unit argument set -> (prelude arguments, with stubs)
+            counts: dict = {}
             for rel, conf, key in to_parse:
                 if rel in cc:
                     continue
                 a = tuple(clang_fe.build_args(registry, conf, rel))
-                arg_sets.setdefault(a, []).append(rel)
+                if a not in plan_of:
+                    plan_of[a] = _prelude_plan(registry, a, root)
+                counts[plan_of[a]] = counts.get(plan_of[a], 0) + 1
+            t0 = time.perf_counter()
+            if early is not None:
+                _join_early(early, timeout)
             pchs: dict = {}
             pre_jobs = []
-            for a, rels in arg_sets.items():
-                pre_args = _prelude_args(a, root)
-                # the stubs are precompiled too when they are what the units would include (~45 ms a parse)
-                with_stubs = not clang_fe.stubs_shadowed(a)
+            for plan, n in counts.items():
+                pre_args, with_stubs = plan
                 built = clang_fe.prelude_path(pre_args, pch_dir, with_stubs=with_stubs)
                 if built.is_file():
-                    pchs[a] = str(built)  # built by an earlier run: worth it for a single file too
-                elif len(rels) >= 3:
-                    pre_jobs.append((a, ("prelude", (pre_args, str(pch_dir), with_stubs))))
-            t0 = time.perf_counter()
+                    pchs[plan] = str(built)  # built by an earlier run: worth it for a single file too
+                elif n >= 3:
+                    pre_jobs.append((plan, ("prelude", (pre_args, str(pch_dir), with_stubs))))
             if pre_jobs:
                 for a, (status, out) in pool.run(pre_jobs, timeout).items():
                     if status == "ok" and out:
@@ -571,7 +577,7 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
             parse_jobs = []
             for rel, conf, key in to_parse:
                 base = tuple(clang_fe.build_args(registry, conf, rel, compile_commands=cc))
-                pch = pchs.get(tuple(clang_fe.build_args(registry, conf, rel))) if rel not in cc else None
+                pch = pchs.get(plan_of.get(tuple(clang_fe.build_args(registry, conf, rel)))) if rel not in cc else None
                 args = base + (("-include-pch", pch) if pch else ())
                 job = clang_fe.ParseJob(
                     abspath=str(by_path[rel].abspath), relpath=rel, configuration=conf.name, args=args,
@@ -601,6 +607,8 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
                 deps[rel] = hashes[rel]
                 cache.put(key, (deps, res))
                 cache.put(_deps_key(key, deps), (deps, res))
+    if early is not None and early.is_alive():
+        _join_early(early, 0)  # nothing was parsed after all (every unit came from the cache)
     index.clang_files = sorted((r.path, r.configuration) for r in results if r.ok)
 
     # ---- 4. merge and join
@@ -636,15 +644,74 @@ def _dir_key(d, root: Path) -> str:
         return str(d)
 
 
-def _prelude_args(args: tuple, root: Path) -> tuple:
+def _prelude_args(args: tuple, root: Path, drop_defines=frozenset()) -> tuple:
     """The prelude (standard headers only) does not read the project: its -I dirs under the root are dropped, so
-    its key, and the precompiled file, are shared by copies of the tree."""
+    its key, and the precompiled file, are shared by copies of the tree; so are the ``drop_defines``."""
     out = []
     for a in args:
         if a.startswith("-I") and len(a) > 2 and _dir_key(a[2:], root).startswith("<root>/"):
             continue
+        if a.startswith("-D") and _define_name(a[2:]) in drop_defines:
+            continue
         out.append(a)
     return tuple(out)
+
+
+def _shared_prelude_defines(registry) -> frozenset:
+    """Defines a build configuration adds to the default one that cannot change the prelude's headers (not a
+    reserved name, not NDEBUG): that configuration's units load the default configuration's prelude, Clang
+    accepting a command line that defines more than the precompiled header was built with."""
+    default = _default_configuration(registry)
+    base = set(default.defines)
+    out = set()
+    for conf in registry.compile.configurations:
+        if conf.name == default.name or not base <= set(conf.defines):
+            continue
+        for d in set(conf.defines) - base:
+            name = _define_name(d)
+            if name and not name.startswith("_") and name != "NDEBUG" and all(_define_name(b) != name for b in base):
+                out.add(name)
+    return frozenset(out)
+
+
+def _prelude_plan(registry, args: tuple, root: Path) -> tuple:
+    """(prelude arguments, with the stubs) for a unit's argument set."""
+    # the stubs are precompiled too when they are what the units would include (~20 ms a parse)
+    return _prelude_args(args, root, _shared_prelude_defines(registry)), not clang_fe.stubs_shadowed(args)
+
+
+def _start_early_prelude(registry, root: Path, cache: "_Cache", cpp_files: list, compile_commands):
+    """Build the default configuration's prelude in the background while the witness reads the tree, when it is
+    not built yet and the tree has enough source files to need it. Returns the process, or None."""
+    if cache.root is None or compile_commands:
+        return None
+    sources = [f for f in cpp_files if not wit.is_header(f.path) and not f.path.lower().endswith(clang_fe.GPU_SUFFIXES)]
+    if len(sources) < 3:
+        return None
+    try:
+        args = tuple(clang_fe.build_args(registry, _default_configuration(registry), sources[0].path))
+        pre_args, with_stubs = _prelude_plan(registry, args, root)
+        if clang_fe.prelude_path(pre_args, cache.root / "pch", with_stubs=with_stubs).is_file():
+            return None
+        method = "fork" if sys.platform.startswith("linux") else "spawn"
+        proc = multiprocessing.get_context(method).Process(
+            target=_early_prelude_main, args=(pre_args, str(cache.root / "pch"), with_stubs), daemon=True)
+        proc.start()
+        return proc
+    except (clang_fe.FrontEndError, OSError):
+        return None
+
+
+def _early_prelude_main(pre_args, pch_dir, with_stubs):
+    gc.enable()
+    clang_fe.build_prelude(list(pre_args), Path(pch_dir), with_stubs)
+
+
+def _join_early(proc, timeout: float) -> None:
+    proc.join(timeout)
+    if proc.is_alive():
+        proc.kill()
+        proc.join(5)
 
 
 def _deps_key(key: str, deps: dict) -> str:

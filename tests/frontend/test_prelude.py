@@ -121,3 +121,41 @@ def _same_facts_with_stubs_prelude(reg, rel, tmp_path):
                                                                  "backend_tests", "holder_accesses", "predicates", "seen", "untyped")])
         assert seen[0] == seen[1]
         assert seen[1][2]  # the launch was found: the kernel type came from the file beside the prelude
+
+
+ROCM_LAUNCHER = r'''#include <vector>
+#include "mlx/mlx.h"
+namespace eng {
+mlx::core::fast::CustomKernelFunction make_%(n)s() {
+#ifdef WITH_ROCM
+  return mlx::core::fast::hip_kernel("k%(n)s", {"x"}, {"out"}, "out[0] = x[0];");
+#else
+  return mlx::core::fast::metal_kernel("k%(n)s", {"x"}, {"out"}, "out[0] = x[0];");
+#endif
+}
+}  // namespace eng
+'''
+
+
+def test_configurations_share_one_prelude(tmp_path, monkeypatch):
+    root = tmp_path / "tree"
+    write_tree(root, {f"src/k{n}.cpp": ROCM_LAUNCHER % {"n": n} for n in range(3)})
+    reg = make_registry(root, configurations=(("default", ()), ("rocm", ("WITH_ROCM",))))
+    jobs = _record_parse_jobs(monkeypatch)
+    idx = build_index(reg, files_under(root), jobs=2, cache_dir=tmp_path / "cache")
+    assert {fc.backend for fc in idx.factory_calls} == {"metal", "rocm"}
+    pchs = {j.args[j.args.index("-include-pch") + 1] for j in jobs}
+    assert len(jobs) == 6 and len(pchs) == 1
+    assert len(list((tmp_path / "cache" / "v1" / "pch").glob("prelude-*.pch"))) == 1
+
+
+def test_which_defines_share_the_default_prelude(tmp_path):
+    from kernel_ports.index import _shared_prelude_defines
+
+    def shared(*configs):
+        return _shared_prelude_defines(make_registry(tmp_path, configurations=configs))
+
+    assert shared(("default", ("A=1",)), ("rocm", ("A=1", "WITH_ROCM", "LEVEL=2"))) == {"WITH_ROCM", "LEVEL"}
+    # reserved names and NDEBUG may change the standard headers; a changed value is not an addition
+    assert shared(("default", ()), ("dbg", ("_GLIBCXX_DEBUG", "NDEBUG", "X"))) == {"X"}
+    assert shared(("default", ("A=1",)), ("other", ("A=2", "Y"))) == frozenset()
