@@ -450,13 +450,16 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
     # ---- 1. witness + Rust (cached by content)
     witnessed: dict = {}
     parser = None
+    definitions: dict = {}  # path -> the witness's definitions, when read afresh (cached apart: only the focus needs them)
     for f in cpp_files:
         key = _sha(f"w|{FRONTEND_VERSION}|{names_key}|{f.path}|{hashes[f.path]}".encode())
         res = cache.get(key)
         if res is None:
             parser = parser or wit.cpp_parser()
             w = wit.witness(f.path, f.data, names, parser)
-            res = (w, wit.hip_sources(w))
+            definitions[f.path] = w.definitions
+            cache.put(_definitions_key(key), w.definitions)
+            res = (dataclasses.replace(w, definitions=[]), wit.hip_sources(w))
             cache.put(key, res)
         witnessed[f.path] = res[0]
         index.hip_sources.extend(res[1])
@@ -505,7 +508,16 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
         fkey = _sha(f"f|{FRONTEND_VERSION}|{names_key}|{_focus_inputs(registry)}|{sorted((f.path, hashes[f.path]) for f in cpp_files)}".encode())
         unread = cache.get(fkey)
         if unread is None:
-            unread = _unread_bodies(registry, witnessed)
+            full = {}
+            for f in cpp_files:
+                defs = definitions.get(f.path)
+                if defs is None:
+                    wkey = _sha(f"w|{FRONTEND_VERSION}|{names_key}|{f.path}|{hashes[f.path]}".encode())
+                    defs = cache.get(_definitions_key(wkey))
+                if defs is None:  # not cached (no cache directory, or lost): read again
+                    defs = wit.witness(f.path, f.data, names, parser := parser or wit.cpp_parser()).definitions
+                full[f.path] = dataclasses.replace(witnessed[f.path], definitions=defs)
+            unread = _unread_bodies(registry, full)
             cache.put(fkey, unread)
     tu_unread: dict = {}  # tu -> frozenset((path, line, column)) of bodies its walk may leave unread
     jobs_wanted = []  # (relpath, configuration)
@@ -623,6 +635,10 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
 # Leave unread the bodies no fact can arise in or be reached through (frontend/focus.py); tests turn it off to
 # compare with a full walk.
 FOCUS = True
+
+
+def _definitions_key(witness_key: str) -> str:
+    return _sha(f"d|{witness_key}".encode())
 
 
 def _focus_inputs(registry) -> tuple:

@@ -157,3 +157,31 @@ def test_same_functions_and_call_graph_from_what_was_walked(both):
     for u, v in full.call_graph.edges:
         if u in focused.functions and focused.functions[u].body_walked and v in focused.functions:
             assert focused.functions[v].body_walked, (u, v)
+
+
+def test_focus_after_one_file_changed_matches_a_fresh_build(tmp_path):
+    """After an edit, the focus is decided again from the cached definitions of the unchanged files."""
+    from helpers import files_under, make_registry, write_tree
+
+    launcher = r'''#include <vector>
+#include "mlx/mlx.h"
+namespace eng {
+inline int pad_%(n)s(const std::vector<int>& d) { return d.empty() ? 0 : d.back(); }
+mlx::core::fast::CustomKernelFunction make_%(n)s() {
+  return mlx::core::fast::metal_kernel("k%(n)s", {"x"}, {"out"}, "out[0] = x[0];");
+}
+}  // namespace eng
+'''
+    root = tmp_path / "tree"
+    write_tree(root, {f"src/k{n}.cpp": launcher % {"n": n} for n in range(3)})
+    reg = make_registry(root)
+
+    def unread(cache):
+        idx = index_mod.build_index(reg, files_under(root), jobs=2, cache_dir=cache)
+        return sorted(i.name for i in idx.functions.values() if not i.body_walked)
+
+    assert unread(tmp_path / "c") == ["pad_0", "pad_1", "pad_2"]
+    # k1's padding now calls a function of k0 that builds a kernel: it is read, the others still are not
+    edited = (launcher % {"n": 1}).replace("namespace eng {\n", "namespace eng {\nmlx::core::fast::CustomKernelFunction make_0();\n")
+    (root / "src/k1.cpp").write_text(edited.replace("d.back(); }", "d.back() + (make_0(), 0); }"))
+    assert unread(tmp_path / "c") == unread(tmp_path / "fresh") == ["pad_0", "pad_2"]
