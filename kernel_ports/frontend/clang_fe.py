@@ -488,14 +488,49 @@ def stub_digest() -> str:
     return h.hexdigest()[:16]
 
 
-def prelude_text(with_stubs: bool = False) -> str:
+# Code that uses the MLX API the way launchers do (SPEC section 1: a kernel built by each factory, held in a
+# std::optional under std::call_once, launched with inputs, shapes, dtypes, grid, threadgroup and template args of
+# each alternative). Precompiled with the stubs, it makes the prelude hold the template instantiations that use
+# needs (std::function's call, the TemplateArg variant's conversions, the argument vectors ...), which every unit
+# otherwise made again: half of a launcher's parse. Its namespace is nobody's; the walk never lists the
+# prelude's declarations.
+PRELUDE_WARM_UP = r"""
+namespace kernel_ports_prelude_warm_up {
+inline std::vector<mlx::core::array> launch(mlx::core::fast::CustomKernelFunction& k, const mlx::core::array& x, int n) {
+  std::vector<std::pair<std::string, mlx::core::fast::TemplateArg>> targs;
+  targs.push_back({"T", x.dtype()});
+  targs.emplace_back("N", n);
+  return k({x, x}, {x.shape()}, {x.dtype()}, {n, 1, 1}, {256, 1, 1}, {{"T", x.dtype()}, {"N", n}, {"B", true}},
+           std::nullopt, false, {});
+}
+inline mlx::core::fast::CustomKernelFunction make() {
+  return mlx::core::fast::metal_kernel("k", {"x"}, {"out"}, "src", "", true, false);
+}
+inline mlx::core::fast::CustomKernelFunction& hold() {
+  static std::once_flag once;
+  static std::optional<mlx::core::fast::CustomKernelFunction> kernel;
+  std::call_once(once, [] { kernel.emplace(mlx::core::fast::cuda_kernel("k", {"x"}, {"out"}, "src")); });
+  static mlx::core::fast::CustomKernelFunction other = mlx::core::fast::hip_kernel("k", {"x"}, {"out"}, std::string("src"));
+  return *kernel;
+}
+inline mlx::core::array use(const mlx::core::array& x) {
+  auto y = mlx::core::astype(x, mlx::core::float32);
+  auto out = launch(hold(), mlx::core::contiguous(mlx::core::reshape(y, y.shape())), static_cast<int>(x.size()));
+  return out[0];
+}
+}  // namespace kernel_ports_prelude_warm_up
+"""
+
+
+def prelude_text(with_stubs: bool = False, warm_up: bool = True) -> str:
     # The standard headers, and the package's MLX stubs when they are what the
     # units would include anyway (``stubs_shadowed``): a tree with its own (real
     # or different) MLX headers must never meet a precompiled copy of ours.
     lines = [f"#include <{h}>" for h in PRELUDE_STD_HEADERS]
     if with_stubs:
         lines.append('#include "mlx/mlx.h"')
-    return "\n".join(lines) + "\n"
+    text = "\n".join(lines) + "\n"
+    return text + PRELUDE_WARM_UP if with_stubs and warm_up else text
 
 
 def stubs_shadowed(args) -> bool:
@@ -546,14 +581,17 @@ def build_prelude(args: list, cache_dir: Path, with_stubs: bool = False) -> Opti
         return str(out)
     cache_dir.mkdir(parents=True, exist_ok=True)
     src = out.with_suffix(".h")
-    src.write_text(prelude_text(with_stubs))
     hdr_args = _prelude_header_args(args)
     try:
         index = ci.Index.create()
-        # the detailed preprocessing record must match the parses that use it
-        tu = index.parse(str(src), args=hdr_args,
-                         options=ci.TranslationUnit.PARSE_INCOMPLETE | ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD)
-        if any(d.severity >= 3 for d in tu.diagnostics):
+        for warm_up in ((True, False) if with_stubs else (False,)):
+            src.write_text(prelude_text(with_stubs, warm_up))
+            # the detailed preprocessing record must match the parses that use it
+            tu = index.parse(str(src), args=hdr_args,
+                             options=ci.TranslationUnit.PARSE_INCOMPLETE | ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD)
+            if not any(d.severity >= 3 for d in tu.diagnostics):
+                break  # (a warm-up the stubs no longer compile is left out rather than losing the prelude)
+        else:
             return None
         if with_stubs:
             api = out.with_suffix(".api.json")

@@ -112,6 +112,8 @@ def _same_facts_with_stubs_prelude(reg, rel, tmp_path):
         for with_stubs in (False, True):
             pch = clang_fe.build_prelude(list(_prelude_args(args, root)), tmp_path / "pch", with_stubs)
             assert pch and Path(pch).with_suffix(".api.json").is_file() == with_stubs
+            # the stubs compile the warm-up (the launch-shaped code whose instantiations the prelude keeps)
+            assert ("kernel_ports_prelude_warm_up" in Path(pch).with_suffix(".h").read_text()) == with_stubs
             job = clang_fe.ParseJob(abspath=str(root / rel), relpath=rel, configuration=conf.name,
                                     args=args + ("-include-pch", pch), root=str(root), project_files=project,
                                     conventions=conv)
