@@ -534,9 +534,11 @@ def prelude_text(with_stubs: bool = False, warm_up: bool = True) -> str:
 
 
 def stubs_shadowed(args) -> bool:
-    """Whether an include directory of this command line (or a standard system one) holds a header at a stub's
-    path, so that units would read it rather than the stub."""
+    """Whether an include directory of this command line (or a standard system one, or one the CPATH variables
+    name) holds a header at a stub's path, so that units would read it rather than the stub."""
     dirs = ["/usr/include", "/usr/local/include"]
+    for var in ("CPATH", "CPLUS_INCLUDE_PATH", "C_INCLUDE_PATH"):
+        dirs += os.environ.get(var, "").split(os.pathsep)
     it = iter(args)
     for a in it:
         if a in ("-I", "-isystem", "-iquote"):

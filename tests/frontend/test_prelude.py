@@ -61,13 +61,15 @@ def test_a_rejected_prelude_does_not_lose_the_file(tmp_path):
     assert [fc.kernel_name for fc in res.factory_calls] == ["k0"]
 
 
-def test_stubs_precompiled_only_when_no_header_shadows_them(tmp_path):
+def test_stubs_precompiled_only_when_no_header_shadows_them(tmp_path, monkeypatch):
     own = tmp_path / "own"
     assert not clang_fe.stubs_shadowed(["-x", "c++", f"-I{own}", "-isystem", str(tmp_path / "sys")])
     (own / "mlx").mkdir(parents=True)
     (own / "mlx" / "array.h").write_text("#pragma once\n")
     assert clang_fe.stubs_shadowed(["-x", "c++", f"-I{own}"])
     assert clang_fe.stubs_shadowed(["-isystem", str(own)])
+    monkeypatch.setenv("CPLUS_INCLUDE_PATH", str(own))
+    assert clang_fe.stubs_shadowed(["-x", "c++"])
 
 
 def test_a_prelude_with_the_stubs_gives_the_same_facts(tmp_path):
