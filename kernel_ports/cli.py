@@ -101,7 +101,12 @@ def _load(args):
     registry_path = args.registry or "registry.yaml"
     if args.registry is None and not Path(registry_path).exists():
         raise UsageError("kernel-ports: no registry.yaml in the current directory; pass --registry FILE (or run `kernel-ports init`)")
-    return load_registry(registry_path, args.root)
+    validated = None
+    if not getattr(args, "no_cache", False):
+        from kernel_ports.index import default_cache_dir
+
+        validated = default_cache_dir() / "v1" / "registry"
+    return load_registry(registry_path, args.root, validated_dir=validated)
 
 
 def _check_run_args(args) -> None:

@@ -411,8 +411,34 @@ def to_jsonable(obj: Any) -> Any:
     return obj
 
 
+class _FactOrder:
+    """Sort key of a fact: its location, then (only to break a tie, computed then) its content as JSON text."""
+
+    __slots__ = ("base", "fact", "_content")
+
+    def __init__(self, base: tuple, fact: Any):
+        self.base = base
+        self.fact = fact
+        self._content = None
+
+    def content(self) -> str:
+        if self._content is None:
+            self._content = repr(to_jsonable(self.fact))
+        return self._content
+
+    def __lt__(self, other: "_FactOrder") -> bool:
+        if self.base != other.base:
+            return self.base < other.base
+        return self.content() < other.content()
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _FactOrder) and self.base == other.base and self.content() == other.content()
+
+    __hash__ = None
+
+
 def sort_key(fact: Any):
     """Stable ordering for fact lists: by location, then content."""
     loc = getattr(fact, "loc", None)
     base = (loc.path, loc.line, loc.column) if loc is not None else ("", 0, 0)
-    return base + (repr(to_jsonable(fact)),)
+    return _FactOrder(base, fact)

@@ -10,7 +10,9 @@
    build configuration whose defines the file or a project header it includes
    mentions (the default configuration always);
 3. the parses run in a worker pool, each with a timeout, so a crash or a hang
-   is a KP901 record (``unanalyzable``) rather than the end of the run;
+   is a KP901 record (``unanalyzable``) rather than the end of the run; the
+   walk leaves unread the bodies of free functions that nothing the checker
+   follows can reach or be reached from by name (:mod:`.frontend.focus`);
 4. the per-translation-unit results are merged: a fact seen in several
    translation units or configurations is kept once with the union of its
    configurations; the joins (slot -> accessor -> holder -> helpers -> factory
@@ -33,6 +35,7 @@ what could not be read).
 from __future__ import annotations
 
 import dataclasses
+import gc
 import hashlib
 import multiprocessing
 import os
@@ -67,13 +70,14 @@ from kernel_ports.facts import (
     sort_key,
     to_jsonable,
 )
-from kernel_ports.frontend import clang_fe, hip, rust, witness as wit
+from kernel_ports.frontend import clang_fe, focus, hip, rust, witness as wit
 
 def _code_digest() -> str:
     """The front ends' own source, so a changed extractor never reads stale cache entries."""
     h = hashlib.sha256(__version__.encode())
     here = Path(__file__).resolve().parent
-    for rel in ("facts.py", "index.py", "frontend/clang_fe.py", "frontend/witness.py", "frontend/hip.py", "frontend/rust.py"):
+    for rel in ("facts.py", "index.py", "frontend/clang_fe.py", "frontend/witness.py", "frontend/hip.py", "frontend/rust.py",
+                "frontend/focus.py"):
         try:
             h.update((here / rel).read_bytes())
         except OSError:
@@ -107,7 +111,9 @@ class ProjectIndex:
     unanalyzable: list = field(default_factory=list)  # (path, reason) -> KP901
     unconfirmed: list = field(default_factory=list)  # Unconfirmed -> KP902
     include_graph: nx.DiGraph = field(default_factory=nx.DiGraph)  # includer -> included (project paths)
-    call_graph: nx.DiGraph = field(default_factory=nx.DiGraph)  # caller usr -> callee usr
+    # caller usr -> callee usr; a function whose body the walk left unread (FunctionInfo.body_walked False, see
+    # frontend/focus.py) is a node without out-edges, and is reached from no function whose body was read
+    call_graph: nx.DiGraph = field(default_factory=nx.DiGraph)
     files_scanned: list = field(default_factory=list)  # every C-family/Rust path read
     clang_files: list = field(default_factory=list)  # (path, configuration) parsed by Clang
     functions: dict = field(default_factory=dict)  # usr -> clang_fe.FunctionInfo (merged)
@@ -227,6 +233,7 @@ class _Cache:
 
 
 def _worker_main(conn):
+    gc.enable()  # the parent pauses it while it builds the index; a worker parses unit after unit and must collect
     while True:
         try:
             job = conn.recv()
@@ -239,8 +246,8 @@ def _worker_main(conn):
             if kind == "parse":
                 out = clang_fe.parse_translation_unit(payload)
             else:
-                args, cache_dir = payload
-                out = clang_fe.build_prelude(list(args), Path(cache_dir))
+                args, cache_dir, with_stubs = payload
+                out = clang_fe.build_prelude(list(args), Path(cache_dir), with_stubs)
             conn.send(("ok", out))
         except BaseException as exc:  # report, keep serving
             conn.send(("error", f"{type(exc).__name__}: {exc}"))
@@ -408,6 +415,20 @@ def _resolve_include(spelled: str, is_system: bool, includer: str, known: set, s
 
 def build_index(registry, files, *, jobs: int = 2, use_cache: bool = True, cache_dir=None, compile_commands=None,
                 timeout: float = DEFAULT_TIMEOUT) -> ProjectIndex:
+    # Loading cached results and joining them allocates a few hundred thousand objects and frees almost none, so
+    # the cyclic collector would run over and over for nothing (a sixth of a warm check); it is paused meanwhile.
+    # The parser workers, forked from here, turn it back on.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _build_index(registry, files, jobs=jobs, use_cache=use_cache, cache_dir=cache_dir,
+                            compile_commands=compile_commands, timeout=timeout)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_commands, timeout) -> ProjectIndex:
     t_start = time.perf_counter()
     root = Path(registry.root).resolve()
     index = ProjectIndex()
@@ -423,16 +444,22 @@ def build_index(registry, files, *, jobs: int = 2, use_cache: bool = True, cache
     names_key = _sha(names.stable_repr().encode())[:16]
     seams = [s.name for s in registry.conventions.test_seams]
 
+    early = _start_early_prelude(registry, root, cache, cpp_files, compile_commands or registry.compile.compile_commands) \
+        if use_cache else None
+
     # ---- 1. witness + Rust (cached by content)
     witnessed: dict = {}
     parser = None
+    definitions: dict = {}  # path -> the witness's definitions, when read afresh (cached apart: only the focus needs them)
     for f in cpp_files:
         key = _sha(f"w|{FRONTEND_VERSION}|{names_key}|{f.path}|{hashes[f.path]}".encode())
         res = cache.get(key)
         if res is None:
             parser = parser or wit.cpp_parser()
             w = wit.witness(f.path, f.data, names, parser)
-            res = (w, wit.hip_sources(w))
+            definitions[f.path] = w.definitions
+            cache.put(_definitions_key(key), w.definitions)
+            res = (dataclasses.replace(w, definitions=[]), wit.hip_sources(w))
             cache.put(key, res)
         witnessed[f.path] = res[0]
         index.hip_sources.extend(res[1])
@@ -475,12 +502,31 @@ def build_index(registry, files, *, jobs: int = 2, use_cache: bool = True, cache
     if tus:
         clang_fe.builtin_include_dir()
         clang_fe.system_cxx_headers()
+    unread = {}
+    if tus and FOCUS:
+        # a function of every C-family file and the registry's names: computed once per state of the tree
+        fkey = _sha(f"f|{FRONTEND_VERSION}|{names_key}|{_focus_inputs(registry)}|{sorted((f.path, hashes[f.path]) for f in cpp_files)}".encode())
+        unread = cache.get(fkey)
+        if unread is None:
+            full = {}
+            for f in cpp_files:
+                defs = definitions.get(f.path)
+                if defs is None:
+                    wkey = _sha(f"w|{FRONTEND_VERSION}|{names_key}|{f.path}|{hashes[f.path]}".encode())
+                    defs = cache.get(_definitions_key(wkey))
+                if defs is None:  # not cached (no cache directory, or lost): read again
+                    defs = wit.witness(f.path, f.data, names, parser := parser or wit.cpp_parser()).definitions
+                full[f.path] = dataclasses.replace(witnessed[f.path], definitions=defs)
+            unread = _unread_bodies(registry, full)
+            cache.put(fkey, unread)
+    tu_unread: dict = {}  # tu -> frozenset((path, line, column)) of bodies its walk may leave unread
     jobs_wanted = []  # (relpath, configuration)
     for tu in sorted(tus):
         seen_files = {tu} | set(nx.descendants(wgraph, tu))
         mentioned = set()
         for s in seen_files:
             mentioned |= witnessed[s].conditional_macros if s in witnessed else set()
+        tu_unread[tu] = frozenset((s, line, col) for s in seen_files for line, col in unread.get(s, ()))
         for conf in registry.compile.configurations:
             if conf.name == default_conf.name or any(_define_name(d) in mentioned for d in conf.defines):
                 jobs_wanted.append((tu, conf))
@@ -494,7 +540,7 @@ def build_index(registry, files, *, jobs: int = 2, use_cache: bool = True, cache
     results: list = []
     to_parse = []
     for rel, conf in jobs_wanted:
-        key = _sha(f"c|{comp_key}|{conf.name}|{conf.defines}|{rel}|{hashes[rel]}".encode())
+        key = _sha(f"c|{comp_key}|{conf.name}|{conf.defines}|{rel}|{hashes[rel]}|{_sha(repr(sorted(tu_unread[rel])).encode())}".encode())
         entry = cache.get(key) if rel not in fault_map else None
         if entry is not None and not all(hashes.get(d) == h for d, h in entry[0].items()):
             # an unchanged file includes the same headers: look for the entry
@@ -513,16 +559,28 @@ def build_index(registry, files, *, jobs: int = 2, use_cache: bool = True, cache
         tmpdir = None
         try:
             pch_dir = (cache.root / "pch") if cache.root is not None else Path(tmpdir := tempfile.mkdtemp(prefix="kp-pch-"))
-            # a prelude per distinct argument set with enough files to pay for it
-            arg_sets: dict = {}
+            # a prelude per distinct prelude argument set with enough files to pay for it
+            plan_of: dict = {}  # unit argument set -> (prelude arguments, with stubs)
+            counts: dict = {}
             for rel, conf, key in to_parse:
                 if rel in cc:
                     continue
                 a = tuple(clang_fe.build_args(registry, conf, rel))
-                arg_sets.setdefault(a, []).append(rel)
-            pchs: dict = {}
-            pre_jobs = [(a, ("prelude", (_prelude_args(a, root), str(pch_dir)))) for a, rels in arg_sets.items() if len(rels) >= 3]
+                if a not in plan_of:
+                    plan_of[a] = _prelude_plan(registry, a, root)
+                counts[plan_of[a]] = counts.get(plan_of[a], 0) + 1
             t0 = time.perf_counter()
+            if early is not None:
+                _join_early(early, timeout)
+            pchs: dict = {}
+            pre_jobs = []
+            for plan, n in counts.items():
+                pre_args, with_stubs = plan
+                built = clang_fe.prelude_path(pre_args, pch_dir, with_stubs=with_stubs)
+                if built.is_file():
+                    pchs[plan] = str(built)  # built by an earlier run: worth it for a single file too
+                elif n >= 3:
+                    pre_jobs.append((plan, ("prelude", (pre_args, str(pch_dir), with_stubs))))
             if pre_jobs:
                 for a, (status, out) in pool.run(pre_jobs, timeout).items():
                     if status == "ok" and out:
@@ -531,12 +589,12 @@ def build_index(registry, files, *, jobs: int = 2, use_cache: bool = True, cache
             parse_jobs = []
             for rel, conf, key in to_parse:
                 base = tuple(clang_fe.build_args(registry, conf, rel, compile_commands=cc))
-                pch = pchs.get(tuple(clang_fe.build_args(registry, conf, rel))) if rel not in cc else None
+                pch = pchs.get(plan_of.get(tuple(clang_fe.build_args(registry, conf, rel)))) if rel not in cc else None
                 args = base + (("-include-pch", pch) if pch else ())
                 job = clang_fe.ParseJob(
                     abspath=str(by_path[rel].abspath), relpath=rel, configuration=conf.name, args=args,
                     root=str(root), project_files=frozenset(known), conventions=conv,
-                    fault=fault_map.get(rel))
+                    fault=fault_map.get(rel), unread_bodies=tu_unread[rel])
                 parse_jobs.append(((rel, conf.name, key), ("parse", job)))
             t0 = time.perf_counter()
             out = pool.run(parse_jobs, timeout)
@@ -561,6 +619,8 @@ def build_index(registry, files, *, jobs: int = 2, use_cache: bool = True, cache
                 deps[rel] = hashes[rel]
                 cache.put(key, (deps, res))
                 cache.put(_deps_key(key, deps), (deps, res))
+    if early is not None and early.is_alive():
+        _join_early(early, 0)  # nothing was parsed after all (every unit came from the cache)
     index.clang_files = sorted((r.path, r.configuration) for r in results if r.ok)
 
     # ---- 4. merge and join
@@ -572,6 +632,26 @@ def build_index(registry, files, *, jobs: int = 2, use_cache: bool = True, cache
     return index
 
 
+# Leave unread the bodies no fact can arise in or be reached through (frontend/focus.py); tests turn it off to
+# compare with a full walk.
+FOCUS = True
+
+
+def _definitions_key(witness_key: str) -> str:
+    return _sha(f"d|{witness_key}".encode())
+
+
+def _focus_inputs(registry) -> tuple:
+    defines = {_define_name(d) for d in registry.compile.defines}
+    defines |= {_define_name(d) for c in registry.compile.configurations for d in c.defines}
+    return tuple(sorted(focus.seeds(registry))), tuple(sorted(focus.backend_queries(registry))), tuple(sorted(defines))
+
+
+def _unread_bodies(registry, witnessed: dict) -> dict:
+    seeds, queries, defines = _focus_inputs(registry)
+    return focus.unread_bodies(witnessed, frozenset(seeds), frozenset(queries), frozenset(defines))
+
+
 def _dir_key(d, root: Path) -> str:
     """A directory for cache keys: relative to the root when inside it."""
     try:
@@ -580,15 +660,74 @@ def _dir_key(d, root: Path) -> str:
         return str(d)
 
 
-def _prelude_args(args: tuple, root: Path) -> tuple:
+def _prelude_args(args: tuple, root: Path, drop_defines=frozenset()) -> tuple:
     """The prelude (standard headers only) does not read the project: its -I dirs under the root are dropped, so
-    its key, and the precompiled file, are shared by copies of the tree."""
+    its key, and the precompiled file, are shared by copies of the tree; so are the ``drop_defines``."""
     out = []
     for a in args:
         if a.startswith("-I") and len(a) > 2 and _dir_key(a[2:], root).startswith("<root>/"):
             continue
+        if a.startswith("-D") and _define_name(a[2:]) in drop_defines:
+            continue
         out.append(a)
     return tuple(out)
+
+
+def _shared_prelude_defines(registry) -> frozenset:
+    """Defines a build configuration adds to the default one that cannot change the prelude's headers (not a
+    reserved name, not NDEBUG): that configuration's units load the default configuration's prelude, Clang
+    accepting a command line that defines more than the precompiled header was built with."""
+    default = _default_configuration(registry)
+    base = set(default.defines)
+    out = set()
+    for conf in registry.compile.configurations:
+        if conf.name == default.name or not base <= set(conf.defines):
+            continue
+        for d in set(conf.defines) - base:
+            name = _define_name(d)
+            if name and not name.startswith("_") and name != "NDEBUG" and all(_define_name(b) != name for b in base):
+                out.add(name)
+    return frozenset(out)
+
+
+def _prelude_plan(registry, args: tuple, root: Path) -> tuple:
+    """(prelude arguments, with the stubs) for a unit's argument set."""
+    # the stubs are precompiled too when they are what the units would include (~20 ms a parse)
+    return _prelude_args(args, root, _shared_prelude_defines(registry)), not clang_fe.stubs_shadowed(args)
+
+
+def _start_early_prelude(registry, root: Path, cache: "_Cache", cpp_files: list, compile_commands):
+    """Build the default configuration's prelude in the background while the witness reads the tree, when it is
+    not built yet and the tree has enough source files to need it. Returns the process, or None."""
+    if cache.root is None or compile_commands:
+        return None
+    sources = [f for f in cpp_files if not wit.is_header(f.path) and not f.path.lower().endswith(clang_fe.GPU_SUFFIXES)]
+    if len(sources) < 3:
+        return None
+    try:
+        args = tuple(clang_fe.build_args(registry, _default_configuration(registry), sources[0].path))
+        pre_args, with_stubs = _prelude_plan(registry, args, root)
+        if clang_fe.prelude_path(pre_args, cache.root / "pch", with_stubs=with_stubs).is_file():
+            return None
+        method = "fork" if sys.platform.startswith("linux") else "spawn"
+        proc = multiprocessing.get_context(method).Process(
+            target=_early_prelude_main, args=(pre_args, str(cache.root / "pch"), with_stubs), daemon=True)
+        proc.start()
+        return proc
+    except (clang_fe.FrontEndError, OSError):
+        return None
+
+
+def _early_prelude_main(pre_args, pch_dir, with_stubs):
+    gc.enable()
+    clang_fe.build_prelude(list(pre_args), Path(pch_dir), with_stubs)
+
+
+def _join_early(proc, timeout: float) -> None:
+    proc.join(timeout)
+    if proc.is_alive():
+        proc.kill()
+        proc.join(5)
 
 
 def _deps_key(key: str, deps: dict) -> str:
@@ -671,6 +810,7 @@ class _Joiner:
             else:
                 cur.factory_calls.append((fc, g))
         cur.returned = cur.returned | other.returned
+        cur.body_walked = cur.body_walked or other.body_walked
         cur.invokes = cur.invokes or other.invokes
         cur.selects = cur.selects or other.selects
         cur.backend_queries = tuple(sorted(set(cur.backend_queries) | set(other.backend_queries)))

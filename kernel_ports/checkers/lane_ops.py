@@ -10,8 +10,10 @@ whole list (model field ``lane_ops``; ``None`` keeps this one).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
+from fnmatch import translate
+from functools import lru_cache
 
 # Each entry is one pattern; the comment says what it stands for.
 LANE_OPS: tuple[str, ...] = (
@@ -91,18 +93,32 @@ def _join(tokens) -> str:
     return out
 
 
+@lru_cache(maxsize=16)
+def _matchers(patterns: tuple):
+    """Per pattern its globs as compiled matchers (fnmatchcase semantics), and one matcher for any first glob."""
+    items = []
+    for pattern in patterns:
+        parts = pattern.split()
+        if parts:
+            items.append((pattern, tuple(re.compile(translate(g)).match for g in parts)))
+    first = re.compile("|".join(f"(?:{translate(p.split()[0])})" for p, _ in items)).match if items else None
+    return tuple(items), first
+
+
 def find_lane_ops(tokens, token_lines, patterns) -> list[LaneOpUse]:
     """Every place a pattern matches, in token order (one per pattern and start token)."""
-    compiled = [p.split() for p in patterns if p.split()]
+    items, any_first = _matchers(tuple(patterns))
     lines = list(token_lines) if len(token_lines) == len(tokens) else [0] * len(tokens)
     out = []
     n = len(tokens)
     for i in range(n):
-        for pattern, parts in zip((p for p in patterns if p.split()), compiled):
-            k = len(parts)
+        if any_first is None or any_first(tokens[i]) is None:
+            continue  # no pattern starts here (most tokens)
+        for pattern, globs in items:
+            k = len(globs)
             if i + k > n:
                 continue
-            if all(fnmatchcase(tokens[i + j], parts[j]) for j in range(k)):
+            if all(globs[j](tokens[i + j]) is not None for j in range(k)):
                 out.append(LaneOpUse(pattern=pattern, text=_join(tokens[i : i + k]), line=lines[i]))
                 break  # one finding per place, the first pattern that matches
     return out

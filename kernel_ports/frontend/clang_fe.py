@@ -17,10 +17,14 @@ sources are parsed as C++ with their keywords defined away.  With
 ``compile_commands.json`` the recorded flags of the file are used instead
 (its include and define flags only; stubs still come last).
 
-A precompiled prelude (the standard headers the stubs and engines use) is
-built once per argument set into the cache directory and passed with
-``-include-pch``; it cuts per-file parse time several-fold.  It adds two
-spurious ``__va_list_tag`` diagnostics per file, which are filtered.
+A precompiled prelude (the standard headers the stubs and engines use, and
+the stubs themselves when no include directory holds an MLX header of its
+own) is built once per argument set into the cache directory, with the
+templates it uses instantiated, and passed with ``-include-pch``; it cuts
+per-file parse time several-fold.  It adds two spurious ``__va_list_tag``
+diagnostics per file, which are filtered.  The prelude's declarations are not
+listed among a unit's (``excludeDecls``); what the walk needs of the stubs'
+is written beside the prelude (``prelude_api``).
 
 Only declarations whose location is in a project file are walked: the filter
 is applied at the top level (and to namespace members), never below a
@@ -37,6 +41,7 @@ from __future__ import annotations
 import ctypes
 import glob
 import hashlib
+import json
 import os
 import re
 import subprocess
@@ -148,8 +153,54 @@ def cindex():
             fn = getattr(lib, name)
             fn.argtypes = argtypes
             fn.restype = restype
+        _speed_up_cursors(ci)
         _ci = ci
     return _ci
+
+
+def _speed_up_cursors(ci):
+    """Cheaper ``Cursor.get_children`` and ``Cursor.kind``, with the same results.
+
+    The bindings' ``get_children`` builds a new C callback per call and asserts
+    each child against the null cursor (two more libclang calls per child);
+    the walk asks for children ~10k times a unit, so this was a third of its
+    time. Here one callback serves every call. ``kind`` is read from a table
+    instead of through ``CursorKind.from_id``.
+    """
+    if getattr(ci.Cursor, "_kp_fast", False):
+        return
+    visit = ci.conf.lib.clang_visitChildren
+    collected: list = []
+
+    @ci.callbacks["cursor_visit"]
+    def _collect(child, parent, data):
+        collected.append(child)
+        return 1  # CXChildVisit_Continue
+
+    def get_children(self):
+        nonlocal collected
+        outer, collected = collected, []
+        try:
+            visit(self, _collect, None)
+            out = collected
+        finally:
+            collected = outer
+        tu = self._tu
+        for child in out:
+            child._tu = tu  # keeps the unit alive as long as its cursors, as the bindings do
+        return iter(out)
+
+    kinds = ci.CursorKind._kinds
+
+    def kind(self):
+        k = kinds[self._kind_id] if 0 <= self._kind_id < len(kinds) else None
+        return k if k is not None else ci.CursorKind.from_id(self._kind_id)
+
+    ci.Cursor._kp_collect = _collect  # the callback must outlive every call
+    ci.Cursor._kp_bindings = (ci.Cursor.get_children, ci.Cursor.kind)  # the originals, for tests
+    ci.Cursor.get_children = get_children
+    ci.Cursor.kind = property(kind)
+    ci.Cursor._kp_fast = True
 
 
 # CXBinaryOperatorKind / CXUnaryOperatorKind (libclang 17+)
@@ -256,6 +307,7 @@ class FunctionInfo:
     has_port_args: tuple = ()  # frozensets of value refs, one per has_kernel_port call
     calls_default_device: bool = False
     param_const_args: dict = field(default_factory=dict)  # unused placeholder for merges
+    body_walked: bool = True  # False: a body the focus left unread (frontend/focus.py); the fields above it are empty
 
 
 @dataclass
@@ -409,6 +461,7 @@ class ParseJob:
     conventions: Conventions
     unsaved: Optional[bytes] = None
     fault: Optional[str] = None  # test hook: "crash" | "hang" | "error"
+    unread_bodies: frozenset = frozenset()  # (relpath, line, column) of free-function bodies not to walk (focus.py)
 
 
 def build_args(registry, configuration, relpath: str, *, compile_commands: Optional[dict] = None,
@@ -450,38 +503,161 @@ def stub_digest() -> str:
     return h.hexdigest()[:16]
 
 
-def prelude_text() -> str:
-    # Standard headers only: the stubs are small, and keeping them out of the
-    # prelude means a tree with its own (real or different) MLX headers can
-    # never clash with a precompiled copy of ours.
+# Code that uses the MLX API the way launchers do (SPEC section 1: a kernel built by each factory, held in a
+# std::optional under std::call_once, launched with inputs, shapes, dtypes, grid, threadgroup and template args of
+# each alternative). Precompiled with the stubs, it makes the prelude hold the template instantiations that use
+# needs (std::function's call, the TemplateArg variant's conversions, the argument vectors ...), which every unit
+# otherwise made again: half of a launcher's parse. Its namespace is nobody's; the walk never lists the
+# prelude's declarations.
+PRELUDE_WARM_UP = r"""
+namespace kernel_ports_prelude_warm_up {
+inline std::vector<mlx::core::array> launch(mlx::core::fast::CustomKernelFunction& k, const mlx::core::array& x, int n) {
+  std::vector<std::pair<std::string, mlx::core::fast::TemplateArg>> targs;
+  targs.push_back({"T", x.dtype()});
+  targs.emplace_back("N", n);
+  return k({x, x}, {x.shape()}, {x.dtype()}, {n, 1, 1}, {256, 1, 1}, {{"T", x.dtype()}, {"N", n}, {"B", true}},
+           std::nullopt, false, {});
+}
+inline mlx::core::fast::CustomKernelFunction make() {
+  return mlx::core::fast::metal_kernel("k", {"x"}, {"out"}, "src", "", true, false);
+}
+inline mlx::core::fast::CustomKernelFunction& hold() {
+  static std::once_flag once;
+  static std::optional<mlx::core::fast::CustomKernelFunction> kernel;
+  std::call_once(once, [] { kernel.emplace(mlx::core::fast::cuda_kernel("k", {"x"}, {"out"}, "src")); });
+  static mlx::core::fast::CustomKernelFunction other = mlx::core::fast::hip_kernel("k", {"x"}, {"out"}, std::string("src"));
+  return *kernel;
+}
+inline mlx::core::array use(const mlx::core::array& x) {
+  auto y = mlx::core::astype(x, mlx::core::float32);
+  auto out = launch(hold(), mlx::core::contiguous(mlx::core::reshape(y, y.shape())), static_cast<int>(x.size()));
+  return out[0];
+}
+}  // namespace kernel_ports_prelude_warm_up
+"""
+
+
+def prelude_text(with_stubs: bool = False, warm_up: bool = True) -> str:
+    # The standard headers, and the package's MLX stubs when they are what the
+    # units would include anyway (``stubs_shadowed``): a tree with its own (real
+    # or different) MLX headers must never meet a precompiled copy of ours.
     lines = [f"#include <{h}>" for h in PRELUDE_STD_HEADERS]
-    return "\n".join(lines) + "\n"
+    if with_stubs:
+        lines.append('#include "mlx/mlx.h"')
+    text = "\n".join(lines) + "\n"
+    return text + PRELUDE_WARM_UP if with_stubs and warm_up else text
 
 
-def build_prelude(args: list, cache_dir: Path) -> Optional[str]:
-    """Build (or reuse) the precompiled prelude for an argument set; None if it fails."""
+def stubs_shadowed(args) -> bool:
+    """Whether an include directory of this command line (or a standard system one, or one the CPATH variables
+    name) holds a header at a stub's path, so that units would read it rather than the stub."""
+    dirs = ["/usr/include", "/usr/local/include"]
+    for var in ("CPATH", "CPLUS_INCLUDE_PATH", "C_INCLUDE_PATH"):
+        dirs += os.environ.get(var, "").split(os.pathsep)
+    it = iter(args)
+    for a in it:
+        if a in ("-I", "-isystem", "-iquote"):
+            dirs.append(next(it, ""))
+        elif a.startswith("-I") and len(a) > 2:
+            dirs.append(a[2:])
+        elif a.startswith("-isystem") and len(a) > 8:
+            dirs.append(a[8:])
+        elif a == "-include" or a == "-include-pch":
+            next(it, None)
+    rels = [p.relative_to(STUBS_DIR) for p in STUBS_DIR.rglob("*") if p.is_file()] if STUBS_DIR.is_dir() else []
+    return any((Path(d) / r).exists() for d in dirs if d for r in rels)
+
+
+def _prelude_header_args(args) -> list:
+    # -fpch-instantiate-templates: the template instantiations the standard headers need are made once, in the
+    # prelude, instead of at the end of every unit that loads it (~40 ms a parse)
+    return ["-x", "c++-header", "-fpch-instantiate-templates"] + [a for a in args if a != "-x" and a != "c++"]
+
+
+def prelude_path(args, cache_dir: Path, cindex_file: Optional[str] = None, with_stubs: bool = False) -> Path:
+    """Where the prelude for an argument set is (or will be) stored; computed without loading libclang."""
+    if cindex_file is None:
+        import importlib.util
+
+        spec = importlib.util.find_spec("clang.cindex")
+        cindex_file = spec.origin if spec is not None else ""
+    text = "\0".join(_prelude_header_args(list(args))) + prelude_text(with_stubs) + stub_digest() + cindex_file
+    key = hashlib.sha256(text.encode()).hexdigest()[:20]
+    return Path(cache_dir) / f"prelude-{key}.pch"
+
+
+def build_prelude(args: list, cache_dir: Path, with_stubs: bool = False) -> Optional[str]:
+    """Build (or reuse) the precompiled prelude for an argument set; None if it fails.
+
+    With the stubs in it, their declarations are among the prelude's, which the
+    walk does not list; what it needs of them (the kernel type a factory
+    returns, Dtype ...) is written beside the prelude (``prelude_api``)."""
     ci = cindex()
-    key = hashlib.sha256(("\0".join(args) + prelude_text() + stub_digest() + ci.__file__).encode()).hexdigest()[:20]
-    out = cache_dir / f"prelude-{key}.pch"
+    out = prelude_path(args, cache_dir, ci.__file__, with_stubs)
     if out.is_file():
         return str(out)
     cache_dir.mkdir(parents=True, exist_ok=True)
-    src = cache_dir / f"prelude-{key}.h"
-    src.write_text(prelude_text())
-    hdr_args = ["-x", "c++-header"] + [a for a in args if a != "-x" and a != "c++"]
+    src = out.with_suffix(".h")
+    hdr_args = _prelude_header_args(args)
     try:
         index = ci.Index.create()
-        # the detailed preprocessing record must match the parses that use it
-        tu = index.parse(str(src), args=hdr_args,
-                         options=ci.TranslationUnit.PARSE_INCOMPLETE | ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD)
-        if any(d.severity >= 3 for d in tu.diagnostics):
+        for warm_up in ((True, False) if with_stubs else (False,)):
+            src.write_text(prelude_text(with_stubs, warm_up))
+            # the detailed preprocessing record must match the parses that use it
+            tu = index.parse(str(src), args=hdr_args,
+                             options=ci.TranslationUnit.PARSE_INCOMPLETE | ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD)
+            if not any(d.severity >= 3 for d in tu.diagnostics):
+                break  # (a warm-up the stubs no longer compile is left out rather than losing the prelude)
+        else:
             return None
-        tmp = cache_dir / f"prelude-{key}.{os.getpid()}.tmp"
+        if with_stubs:
+            api = out.with_suffix(".api.json")
+            tmp_api = api.with_name(f"{api.name}.{os.getpid()}.tmp")
+            tmp_api.write_text(json.dumps(_stub_api(tu)))
+            os.replace(tmp_api, api)
+        tmp = out.with_name(f"{out.stem}.{os.getpid()}.tmp")
         tu.save(str(tmp))
         os.replace(tmp, out)
     except Exception:
         return None
     return str(out)
+
+
+def _stub_api(tu) -> dict:
+    """Canonical types of what the stubs declare: functions' results (with whether it is an enum), and types."""
+    ci = cindex()
+    K = ci.CursorKind
+    stubs = str(STUBS_DIR)
+    functions, types = {}, {}
+
+    def visit(c, prefix):
+        for ch in c.get_children():
+            f = ch.location.file
+            if f is None or not os.path.normpath(f.name).startswith(stubs):
+                continue
+            q = f"{prefix}::{ch.spelling}" if prefix else ch.spelling
+            if ch.kind == K.NAMESPACE:
+                visit(ch, q)
+            elif ch.kind == K.FUNCTION_DECL:
+                rt = ch.result_type.get_canonical()
+                functions.setdefault(q, {"result": rt.spelling, "enum": rt.kind == ci.TypeKind.ENUM})
+            elif ch.kind in (K.STRUCT_DECL, K.CLASS_DECL, K.TYPE_ALIAS_DECL, K.TYPEDEF_DECL):
+                types.setdefault(q, ch.type.get_canonical().spelling)
+
+    visit(tu.cursor, "")
+    return {"functions": functions, "types": types}
+
+
+def prelude_api(args) -> dict:
+    """What ``build_prelude`` wrote beside the prelude a command line loads, if it holds the stubs."""
+    args = list(args)
+    if "-include-pch" not in args:
+        return {}
+    pch = Path(args[args.index("-include-pch") + 1])
+    try:
+        return json.loads(pch.with_suffix(".api.json").read_text())
+    except (OSError, ValueError):
+        return {}
 
 
 # --------------------------------------------------------------------------
@@ -499,10 +675,20 @@ def parse_translation_unit(job: ParseJob) -> TUResult:
     res = TUResult(path=job.relpath, configuration=job.configuration)
     t0 = time.perf_counter()
     try:
-        index = ci.Index.create()
+        # excludeDecls: the declarations of the precompiled prelude (the standard library, ~15k of them) are not
+        # listed among the unit's top-level cursors; none is a project declaration, and reading their locations
+        # only to drop them cost more than the rest of the walk
+        index = ci.Index.create(excludeDecls=True)
         opts = ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD | 0x200  # CXTranslationUnit_KeepGoing
         unsaved = [(job.abspath, job.unsaved)] if job.unsaved is not None else None
-        tu = index.parse(job.abspath, args=list(job.args), unsaved_files=unsaved, options=opts)
+        try:
+            tu = index.parse(job.abspath, args=list(job.args), unsaved_files=unsaved, options=opts)
+        except ci.TranslationUnitLoadError:
+            if "-include-pch" not in job.args:
+                raise
+            # a prelude Clang no longer accepts (the system headers changed since it was built): parse without it
+            i = job.args.index("-include-pch")
+            tu = index.parse(job.abspath, args=list(job.args[:i] + job.args[i + 2:]), unsaved_files=unsaved, options=opts)
     except Exception as exc:  # TranslationUnitLoadError and friends
         res.ok = False
         res.error = f"Clang could not parse the file: {exc}"
@@ -731,6 +917,8 @@ class _Walker:
                 continue
             if c.kind in (K.MACRO_DEFINITION, K.INCLUSION_DIRECTIVE):
                 continue
+            if self._instantiation(c):
+                continue
             tops.append(c)
         res.files_walked = sorted(walked | {self.job.relpath})
         for rel in res.files_walked:
@@ -745,6 +933,22 @@ class _Walker:
         self._taint_and_tests()
         self._refusals()
         res.functions = list(self.functions.values())
+
+    def _instantiation(self, c) -> bool:
+        """A template instantiation Clang listed at the top level (it does so when the prelude's declarations are
+        excluded); it is not a declaration written there, and its template is walked where it is written."""
+        K = self.K
+        if c.kind not in (K.FUNCTION_DECL, K.CXX_METHOD, K.CONSTRUCTOR, K.DESTRUCTOR, K.CONVERSION_FUNCTION,
+                          K.STRUCT_DECL, K.CLASS_DECL, K.VAR_DECL):
+            return False
+        lp = c.lexical_parent
+        if lp is not None and lp.kind != K.TRANSLATION_UNIT:
+            return True
+        tmpl = self.ci.conf.lib.clang_getSpecializedCursorTemplate(c)
+        if tmpl is None or tmpl.kind.is_invalid():
+            return False
+        a, b = c.location, tmpl.location
+        return a.offset == b.offset and a.file is not None and b.file is not None and a.file.name == b.file.name
 
     def _find_api_types(self, top_children):
         """Canonical types of CustomKernelFunction (a factory's result), the table type, Dtype."""
@@ -781,6 +985,21 @@ class _Walker:
                         self.dtype_type = t
 
         visit(None, "")
+        api = prelude_api(self.job.args)
+        if api:
+            # declarations of the stubs, precompiled in the prelude, are not among the unit's
+            for f, _ in self.conv.factories:
+                got = api["functions"].get(f)
+                if got is not None and self.kernel_type is None:
+                    self.kernel_type = got["result"]
+            for q in self.conv.backend_queries:
+                got = api["functions"].get(q)
+                if got is not None and got["enum"] and self.backend_enum is None:
+                    self.backend_enum = got["result"]
+            if self.dtype_type is None and MLX_DTYPE in api["types"]:
+                self.dtype_type = api["types"][MLX_DTYPE]
+            if self.table_type is None and self.conv.table_type in api["types"]:
+                self.table_type = api["types"][self.conv.table_type]
         if self.kernel_type is None:
             # no factory declared: the selector returns the kernel type by reference
             def visit2(c, prefix):
@@ -881,6 +1100,9 @@ class _Walker:
         )
         self.functions[usr] = info
         self.fn_cursors[usr] = c
+        if self.job.unread_bodies and c.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE) and self._unread(body):
+            info.body_walked = False
+            return
         ctx = _Ctx(info, c)
         for i, p in enumerate(params):
             ctx.params[p.get_usr()] = i
@@ -902,6 +1124,12 @@ class _Walker:
             self._table(c, ctx, body)
         self.stmt(body, ctx, [c])
         self._returns(body, ctx)
+
+    def _unread(self, body) -> bool:
+        """A body the focus says no fact can arise in or be reached through (frontend/focus.py)."""
+        start = body.extent.start
+        rel = self.rel(start.file) if start.file is not None else None
+        return rel is not None and (rel, start.line, start.column) in self.job.unread_bodies
 
     def _returns(self, body, ctx):
         """What the function returns: value refs (wrappers) and static holder variables."""

@@ -10,11 +10,12 @@ Three passes, each failing with one `file:line: key: message` line:
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
 
-import jsonschema
 import yaml
 
 from kernel_ports.registry.model import (
@@ -118,6 +119,8 @@ def _dotted(parts) -> str:
 
 
 def _validate(path: Path, data: dict, lines: dict) -> None:
+    import jsonschema  # imported here: a registry validated before is not validated again (see load_registry)
+
     validator = jsonschema.Draft7Validator(schema())
     errors = sorted(validator.iter_errors(data), key=lambda e: (lines.get(_dotted(e.absolute_path), 0), list(e.absolute_path).__repr__()))
     if not errors:
@@ -316,9 +319,40 @@ def _known_codes() -> frozenset:
     return frozenset(RULES)
 
 
-def load_registry(path, root_override: str | None = None) -> Registry:
-    """Load, validate and build a registry; raises `RegistryError`."""
+def load_registry(path, root_override: str | None = None, *, validated_dir=None) -> Registry:
+    """Load, validate and build a registry; raises `RegistryError`.
+
+    With ``validated_dir`` (the CLI passes its cache directory), a registry
+    whose exact text passed the schema before, with the same schema and the
+    same jsonschema installation, is not validated again: validation is a pure
+    function of those, and importing jsonschema and running it was a sixth of
+    a warm check. A marker is written there only after a successful
+    validation; every other pass (YAML, building, cross-checks) always runs.
+    """
     path = Path(path)
     data, lines = _read_yaml(path)
-    _validate(path, data, lines)
+    marker = _validated_marker(path, validated_dir) if validated_dir is not None else None
+    if marker is None or not marker.is_file():
+        _validate(path, data, lines)
+        if marker is not None:
+            try:
+                marker.parent.mkdir(parents=True, exist_ok=True)
+                marker.touch()
+            except OSError:
+                pass
     return _build(path, data, lines, root_override)
+
+
+def _validated_marker(path: Path, validated_dir) -> Path | None:
+    import importlib.util
+
+    spec = importlib.util.find_spec("jsonschema")
+    try:
+        h = hashlib.sha256(path.read_bytes())
+        h.update(SCHEMA_PATH.read_bytes())
+        if spec is not None and spec.origin:
+            st = os.stat(spec.origin)
+            h.update(f"{spec.origin}|{st.st_mtime_ns}|{st.st_size}".encode())
+    except OSError:
+        return None
+    return Path(validated_dir) / f"registry-valid-{h.hexdigest()[:32]}"

@@ -1,0 +1,187 @@
+"""The focus (frontend/focus.py): which free-function bodies the Clang walk leaves unread, and the proof that
+leaving them unread loses nothing: on a benchmark-like tree (sample engine + padded launchers + constructs that
+reach interesting code only through names), the focused index has the same facts, the same findings and the same
+call graph out of every function it walked as a full walk."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernel_ports import index as index_mod
+from kernel_ports.checkers import Context, all_rules
+from kernel_ports.frontend import focus
+from kernel_ports.frontend import witness as wit
+from kernel_ports.registry.load import load_registry
+from kernel_ports.scope import resolve_scope
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "benchmarks"))
+from generate import generate  # noqa: E402
+
+SEEDS = frozenset({"metal_kernel", "select_kernel_port", "has_kernel_port", "KernelPorts", "gpu_kernel_backend",
+                   "CustomKernelFunction"})
+QUERIES = frozenset({"gpu_kernel_backend"})
+
+HEADER = r'''#pragma once
+namespace eng {
+enum class Backend { None, Metal, Cuda };
+Backend gpu_kernel_backend();
+struct Shape { int rows = 0; int cols = 0; };
+}
+'''
+
+SOURCE = r'''#include "eng.h"
+#include <vector>
+#define CHECKED(x) (x)
+namespace eng {
+static int g_mode = 0;
+inline int padding(const std::vector<int>& d) { int rows = 1; for (int v : d) rows *= v; return rows; }  // @padding
+inline int shape_rows(const Shape& s) { return s.rows; }  // @member
+inline int local_rows() { int rows = 3; return rows; }  // @local
+void init_mode() { g_mode = static_cast<int>(gpu_kernel_backend()); }
+bool uses_mode_two() { return g_mode == 2; }  // @global
+bool compare(Backend b) { return b == Backend::Cuda; }  // @enum
+int callee_of_interesting() { return 4; }  // @callee
+int caller() { return callee_of_interesting() + static_cast<int>(gpu_kernel_backend()); }
+int with_macro() { return CHECKED(1); }  // @macro
+bool feature_available() { return true; }
+bool asks() { return feature_available(); }  // @available
+int nine(int, int, int, int, int, int, int, int, int);
+int calls_nine() { return nine(1, 2, 3, 4, 5, 6, 7, 8, 9); }  // @nine
+int uses_caller() { return caller(); }  // @calls
+int main_rows() { Shape s; s.rows = shape_rows(s); return local_rows() + padding({1}); }  // @main
+}
+'''
+
+
+def _line(marker):
+    return next(i for i, text in enumerate(SOURCE.splitlines(), 1) if f"@{marker}" in text)
+
+
+def _unread_names():
+    names = wit.WitnessNames(factories={"metal_kernel": "metal"}, selector="select_kernel_port", has_port="has_kernel_port",
+                             table_type="KernelPorts", backend_queries=frozenset({"gpu_kernel_backend"}), seams=frozenset(),
+                             predicates=frozenset())
+    witnessed = {"eng.h": wit.witness("eng.h", HEADER.encode(), names), "eng.cpp": wit.witness("eng.cpp", SOURCE.encode(), names)}
+    unread = focus.unread_bodies(witnessed, SEEDS, QUERIES)
+    lines = {line for line, _ in unread.get("eng.cpp", ())}
+    return {m for m in ("padding", "member", "local", "global", "enum", "callee", "macro", "available", "nine", "calls", "main")
+            if _line(m) in lines}
+
+
+def test_what_is_left_unread():
+    # padding and a local named like a field stay unread; `s.rows` is the field, but no interesting code names the
+    # field, so that function stays unread too.  Everything reached by name from a query's value stays read: a global
+    # the query flows into, the backend enum, a callee of an interesting function, a caller of one.  Macros,
+    # `*_available` names and nine-argument calls (a witness candidate) keep a body read whatever it says.
+    assert _unread_names() == {"padding", "member", "local", "main"}
+
+
+def _strip(doc):
+    if isinstance(doc, dict):
+        return {k: _strip(v) for k, v in doc.items() if k not in ("seconds", "cached")}
+    if isinstance(doc, list):
+        return [_strip(v) for v in doc]
+    return doc
+
+
+FOCUS_CASE = r'''#include <vector>
+#include "turbo/gpu_backend.h"
+namespace mlxcel {
+static int g_focus_mode = 0;
+inline int focus_padding(const std::vector<int>& d) { return d.empty() ? 0 : d.back(); }
+void focus_init_mode() { g_focus_mode = static_cast<int>(gpu_kernel_backend()); }
+bool focus_mode_two() { return g_focus_mode == 2; }  // @test
+}  // namespace mlxcel
+'''
+
+
+@pytest.fixture(scope="module")
+def both(tmp_path_factory):
+    out = tmp_path_factory.mktemp("focus-tree")
+    reg_path = generate(out / "tree", launchers=6, lines=220)
+    case = out / "tree" / "engine" / "src/lib/mlx-cpp/turbo/focus_case.cpp"
+    case.write_text(FOCUS_CASE)
+    registry = load_registry(reg_path)
+    scope = resolve_scope(registry)
+    cache = out / "cache"  # shared: a unit with nothing left unread has the same key in both builds
+    focused = index_mod.build_index(registry, scope.files, jobs=2, cache_dir=cache)
+    saved = index_mod.FOCUS
+    index_mod.FOCUS = False
+    try:
+        full = index_mod.build_index(registry, scope.files, jobs=2, cache_dir=cache)
+    finally:
+        index_mod.FOCUS = saved
+    return registry, scope, focused, full
+
+
+def test_focused_walk_leaves_padding_unread(both):
+    _, _, focused, full = both
+    unread = {info.name for info in focused.functions.values() if not info.body_walked}
+    assert unread and all("shape_rule" in n or n == "focus_padding" for n in unread), sorted(unread)[:10]
+    assert all(info.body_walked for info in full.functions.values())
+
+
+def test_same_facts(both):
+    _, _, focused, full = both
+    assert _strip(focused.to_json()) == _strip(full.to_json())
+    line = FOCUS_CASE.splitlines().index(next(t for t in FOCUS_CASE.splitlines() if "@test" in t)) + 1
+    assert [t.loc.line for t in focused.backend_tests if t.loc.path.endswith("focus_case.cpp")] == [line]
+
+
+def test_same_findings(both):
+    registry, scope, focused, full = both
+
+    def findings(index):
+        ctx = Context(registry=registry, index=index, scope=scope)
+        return sorted((f.rule, f.path, f.line, f.column, f.message) for rule in all_rules() for f in rule.check(ctx))
+
+    assert findings(focused) == findings(full)
+
+
+def test_same_functions_and_call_graph_from_what_was_walked(both):
+    _, _, focused, full = both
+    assert set(focused.functions) == set(full.functions)
+    for usr, info in focused.functions.items():
+        other = full.functions[usr]
+        head = ("name", "qualified_name", "loc", "params", "template_params", "returns_ref", "returns_bool", "is_method_of")
+        assert [getattr(info, f) for f in head] == [getattr(other, f) for f in head]
+        if info.body_walked:
+            assert dataclasses.replace(info, calls=[], factory_calls=[]) == dataclasses.replace(other, calls=[], factory_calls=[])
+            assert set(focused.call_graph.successors(usr)) == set(full.call_graph.successors(usr))
+    # what a walked function calls was walked too: no rule following the graph from it can miss anything
+    for u, v in full.call_graph.edges:
+        if u in focused.functions and focused.functions[u].body_walked and v in focused.functions:
+            assert focused.functions[v].body_walked, (u, v)
+
+
+def test_focus_after_one_file_changed_matches_a_fresh_build(tmp_path):
+    """After an edit, the focus is decided again from the cached definitions of the unchanged files."""
+    from helpers import files_under, make_registry, write_tree
+
+    launcher = r'''#include <vector>
+#include "mlx/mlx.h"
+namespace eng {
+inline int pad_%(n)s(const std::vector<int>& d) { return d.empty() ? 0 : d.back(); }
+mlx::core::fast::CustomKernelFunction make_%(n)s() {
+  return mlx::core::fast::metal_kernel("k%(n)s", {"x"}, {"out"}, "out[0] = x[0];");
+}
+}  // namespace eng
+'''
+    root = tmp_path / "tree"
+    write_tree(root, {f"src/k{n}.cpp": launcher % {"n": n} for n in range(3)})
+    reg = make_registry(root)
+
+    def unread(cache):
+        idx = index_mod.build_index(reg, files_under(root), jobs=2, cache_dir=cache)
+        return sorted(i.name for i in idx.functions.values() if not i.body_walked)
+
+    assert unread(tmp_path / "c") == ["pad_0", "pad_1", "pad_2"]
+    # k1's padding now calls a function of k0 that builds a kernel: it is read, the others still are not
+    edited = (launcher % {"n": 1}).replace("namespace eng {\n", "namespace eng {\nmlx::core::fast::CustomKernelFunction make_0();\n")
+    (root / "src/k1.cpp").write_text(edited.replace("d.back(); }", "d.back() + (make_0(), 0); }"))
+    assert unread(tmp_path / "c") == unread(tmp_path / "fresh") == ["pad_0", "pad_2"]

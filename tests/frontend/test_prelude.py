@@ -1,0 +1,165 @@
+"""The precompiled prelude: built once, reused by later runs even for one changed file, and never a reason to lose
+a file (a prelude Clang rejects is dropped for that parse)."""
+
+from pathlib import Path
+
+from helpers import files_under, make_registry, write_tree
+from kernel_ports import index as index_mod
+from kernel_ports.frontend import clang_fe
+from kernel_ports.index import build_index
+
+LAUNCHER = r'''#include <vector>
+#include "mlx/mlx.h"
+namespace eng {
+mlx::core::fast::CustomKernelFunction make_%(n)s() {
+  return mlx::core::fast::metal_kernel("k%(n)s", {"x"}, {"out"}, "out[0] = x[0];");
+}
+}  // namespace eng
+'''
+
+
+def _record_parse_jobs(monkeypatch):
+    jobs = []
+    real = index_mod._Pool.run
+
+    def run(self, todo, timeout):
+        jobs.extend(job for _, (kind, job) in todo if kind == "parse")
+        return real(self, todo, timeout)
+
+    monkeypatch.setattr(index_mod._Pool, "run", run)
+    return jobs
+
+
+def test_one_changed_file_uses_the_prelude_of_an_earlier_run(tmp_path, monkeypatch):
+    root = tmp_path / "tree"
+    write_tree(root, {f"src/k{n}.cpp": LAUNCHER % {"n": n} for n in range(3)})
+    reg = make_registry(root)
+    cache = tmp_path / "cache"
+    first = build_index(reg, files_under(root), jobs=2, cache_dir=cache)
+    assert len(first.factory_calls) == 3
+    assert list((cache / "v1" / "pch").glob("prelude-*.pch"))
+    (root / "src/k1.cpp").write_text((LAUNCHER % {"n": 1}) + "// edited\n")
+    jobs = _record_parse_jobs(monkeypatch)
+    second = build_index(reg, files_under(root), jobs=2, cache_dir=cache)
+    assert [j.relpath for j in jobs] == ["src/k1.cpp"]  # the others come from the cache
+    assert "-include-pch" in jobs[0].args
+    assert {fc.kernel_name for fc in second.factory_calls} == {"k0", "k1", "k2"}
+
+
+def test_a_rejected_prelude_does_not_lose_the_file(tmp_path):
+    write_tree(tmp_path, {"src/k.cpp": LAUNCHER % {"n": 0}})
+    reg = make_registry(tmp_path)
+    bad = tmp_path / "stale.pch"
+    bad.write_bytes(b"not a precompiled header")
+    conf = reg.compile.configurations[0]
+    job = clang_fe.ParseJob(
+        abspath=str(tmp_path / "src/k.cpp"), relpath="src/k.cpp", configuration=conf.name,
+        args=tuple(clang_fe.build_args(reg, conf, "src/k.cpp")) + ("-include-pch", str(bad)),
+        root=str(Path(reg.root)), project_files=frozenset({"src/k.cpp"}), conventions=clang_fe.Conventions.from_registry(reg))
+    res = clang_fe.parse_translation_unit(job)
+    assert res.ok and res.errors == 0
+    assert [fc.kernel_name for fc in res.factory_calls] == ["k0"]
+
+
+def test_stubs_precompiled_only_when_no_header_shadows_them(tmp_path, monkeypatch):
+    own = tmp_path / "own"
+    assert not clang_fe.stubs_shadowed(["-x", "c++", f"-I{own}", "-isystem", str(tmp_path / "sys")])
+    (own / "mlx").mkdir(parents=True)
+    (own / "mlx" / "array.h").write_text("#pragma once\n")
+    assert clang_fe.stubs_shadowed(["-x", "c++", f"-I{own}"])
+    assert clang_fe.stubs_shadowed(["-isystem", str(own)])
+    monkeypatch.setenv("CPLUS_INCLUDE_PATH", str(own))
+    assert clang_fe.stubs_shadowed(["-x", "c++"])
+
+
+def test_a_prelude_with_the_stubs_gives_the_same_facts(tmp_path):
+    """The stubs' declarations are not among the unit's when precompiled; what the walk needs of them comes from
+    the file written beside the prelude, and the facts are those of a parse that reads the stubs itself."""
+    from kernel_ports.registry.load import load_registry
+    from tests.conftest import REGISTRY
+
+    engine = load_registry(REGISTRY)
+    write_tree(tmp_path / "t", {"src/direct.cpp": DIRECT})
+    snippet = make_registry(tmp_path / "t")
+    cases = [(engine, "src/lib/mlx-cpp/turbo/kv_cache.cpp"),  # a templated holder, a backend switch, dtype keys, a launch
+             (snippet, "src/direct.cpp")]  # no selector declared: the kernel type is only what the factory returns
+    for reg, rel in cases:
+        _same_facts_with_stubs_prelude(reg, rel, tmp_path)
+
+
+DIRECT = r'''#include "mlx/mlx.h"
+namespace eng {
+mlx::core::fast::CustomKernelFunction& get_k() {
+  static auto k = mlx::core::fast::metal_kernel("k", {"x"}, {"out"}, "out[0] = x[0];");
+  return k;
+}
+mlx::core::array launch(const mlx::core::array& x) {
+  return get_k()({x}, {x.shape()}, {x.dtype()}, {1, 1, 1}, {1, 1, 1}, {{"T", x.dtype()}}, std::nullopt, false, {})[0];
+}
+}  // namespace eng
+'''
+
+
+def _same_facts_with_stubs_prelude(reg, rel, tmp_path):
+    from kernel_ports.facts import to_jsonable
+    from kernel_ports.index import _prelude_args
+
+    root = Path(reg.root).resolve()
+    conv = clang_fe.Conventions.from_registry(reg)
+    project = frozenset(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+    for conf in reg.compile.configurations:
+        args = tuple(clang_fe.build_args(reg, conf, rel))
+        assert not clang_fe.stubs_shadowed(args)
+        seen = []
+        for with_stubs in (False, True):
+            pch = clang_fe.build_prelude(list(_prelude_args(args, root)), tmp_path / "pch", with_stubs)
+            assert pch and Path(pch).with_suffix(".api.json").is_file() == with_stubs
+            # the stubs compile the warm-up (the launch-shaped code whose instantiations the prelude keeps)
+            assert ("kernel_ports_prelude_warm_up" in Path(pch).with_suffix(".h").read_text()) == with_stubs
+            job = clang_fe.ParseJob(abspath=str(root / rel), relpath=rel, configuration=conf.name,
+                                    args=args + ("-include-pch", pch), root=str(root), project_files=project,
+                                    conventions=conv)
+            res = clang_fe.parse_translation_unit(job)
+            assert res.ok and res.errors == 0
+            seen.append([to_jsonable(getattr(res, f)) for f in ("factory_calls", "selectors", "invocations", "tables",
+                                                                 "backend_tests", "holder_accesses", "predicates", "seen", "untyped")])
+        assert seen[0] == seen[1]
+        assert seen[1][2]  # the launch was found: the kernel type came from the file beside the prelude
+
+
+ROCM_LAUNCHER = r'''#include <vector>
+#include "mlx/mlx.h"
+namespace eng {
+mlx::core::fast::CustomKernelFunction make_%(n)s() {
+#ifdef WITH_ROCM
+  return mlx::core::fast::hip_kernel("k%(n)s", {"x"}, {"out"}, "out[0] = x[0];");
+#else
+  return mlx::core::fast::metal_kernel("k%(n)s", {"x"}, {"out"}, "out[0] = x[0];");
+#endif
+}
+}  // namespace eng
+'''
+
+
+def test_configurations_share_one_prelude(tmp_path, monkeypatch):
+    root = tmp_path / "tree"
+    write_tree(root, {f"src/k{n}.cpp": ROCM_LAUNCHER % {"n": n} for n in range(3)})
+    reg = make_registry(root, configurations=(("default", ()), ("rocm", ("WITH_ROCM",))))
+    jobs = _record_parse_jobs(monkeypatch)
+    idx = build_index(reg, files_under(root), jobs=2, cache_dir=tmp_path / "cache")
+    assert {fc.backend for fc in idx.factory_calls} == {"metal", "rocm"}
+    pchs = {j.args[j.args.index("-include-pch") + 1] for j in jobs}
+    assert len(jobs) == 6 and len(pchs) == 1
+    assert len(list((tmp_path / "cache" / "v1" / "pch").glob("prelude-*.pch"))) == 1
+
+
+def test_which_defines_share_the_default_prelude(tmp_path):
+    from kernel_ports.index import _shared_prelude_defines
+
+    def shared(*configs):
+        return _shared_prelude_defines(make_registry(tmp_path, configurations=configs))
+
+    assert shared(("default", ("A=1",)), ("rocm", ("A=1", "WITH_ROCM", "LEVEL=2"))) == {"WITH_ROCM", "LEVEL"}
+    # reserved names and NDEBUG may change the standard headers; a changed value is not an addition
+    assert shared(("default", ()), ("dbg", ("_GLIBCXX_DEBUG", "NDEBUG", "X"))) == {"X"}
+    assert shared(("default", ("A=1",)), ("other", ("A=2", "Y"))) == frozenset()

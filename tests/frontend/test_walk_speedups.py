@@ -1,0 +1,40 @@
+"""The Clang walk's faster cursor accessors give exactly what the bindings' own give."""
+
+from helpers import write_tree
+from kernel_ports.frontend import clang_fe
+
+SRC = r'''#include <vector>
+namespace eng {
+struct S { int a = 1; int get() const { return a; } };
+template <class T> T twice(T x) { return x + x; }
+int f(const std::vector<int>& v) {
+  int n = 0;
+  for (int x : v) { n += twice(x) > 2 ? S{}.get() : [&] { return n; }(); }
+  switch (n) { case 1: return 2; default: break; }
+  return n;
+}
+}  // namespace eng
+'''
+
+
+def _preorder(cursor, children, kind):
+    out, stack = [], [cursor]
+    while stack:
+        c = stack.pop()
+        ext = c.extent
+        out.append((kind(c), c.spelling, ext.start.offset, ext.end.offset))
+        stack.extend(reversed(list(children(c))))
+    return out
+
+
+def test_children_and_kinds_match_the_bindings(tmp_path):
+    write_tree(tmp_path, {"f.cpp": SRC})
+    ci = clang_fe.cindex()
+    tu = ci.Index.create().parse(str(tmp_path / "f.cpp"), args=["-x", "c++", "-std=c++20"])
+    top = [c for c in tu.cursor.get_children() if c.location.file is not None and c.location.file.name.endswith("f.cpp")]
+    assert top
+    orig_children, orig_kind = ci.Cursor._kp_bindings
+    for c in top:
+        fast = _preorder(c, lambda x: x.get_children(), lambda x: x.kind)
+        slow = _preorder(c, lambda x: orig_children(x), lambda x: orig_kind.fget(x))
+        assert len(fast) > 30 and fast == slow
