@@ -56,7 +56,6 @@ from kernel_ports.facts import (
     Accessor,
     ChainStep,
     CompiledBodies,
-    FactoryCall,
     Holder,
     HolderAccess,
     Invocation,
@@ -972,7 +971,6 @@ def _forwarded(info) -> Optional[str]:
 def _merge(index: ProjectIndex, registry, results: list, witnessed: dict, conv) -> None:
     j = _Joiner(index, registry, results, conv)
     index.functions = j.functions
-    root = Path(registry.root).resolve()
 
     # include graph (Clang's, plus the witness's for files Clang did not read)
     for r in results:
@@ -1122,7 +1120,6 @@ def _merge(index: ProjectIndex, registry, results: list, witnessed: dict, conv) 
         if a.accessor_usr not in is_accessor and not _method_builds(a.accessor_usr, a.method):
             continue
         accessor_uses.setdefault(a.accessor, (a.accessor_usr, (), None))
-        encl = j.functions.get(a.enclosing_usr)
         has.append(HolderAccess(loc=a.loc, configurations=frozenset({cfg}), kind=a.kind, accessor=a.accessor,
                                 accessor_usr=a.accessor_usr, method=a.method, in_table_slot=a.in_table_slot,
                                 enclosing_function=a.enclosing_function, enclosing_usr=a.enclosing_usr,

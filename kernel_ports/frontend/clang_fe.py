@@ -56,7 +56,6 @@ from kernel_ports.facts import (
     FactoryCall,
     InputArray,
     Location,
-    Predicate,
     Refusal,
     SeamCall,
     SelectorCall,
@@ -876,7 +875,7 @@ class _Walker:
 
     # ------------------------------------------------------------- set up
     def run(self):
-        ci, K = self.ci, self.K
+        K = self.K
         res = self.res
         # diagnostics (the prelude's __va_list_tag pair is not the file's)
         for d in self.tu.diagnostics:
@@ -1499,11 +1498,9 @@ class _Walker:
     def _result_use(self, c, parents, ctx):
         """What happens to a call's reference result: `.m()` on it, or bound to a local."""
         K = self.K
-        chain = [c] + []
         par = list(parents)
-        node = c
         while par and par[-1].kind in _strip_kinds():
-            node = par.pop()
+            par.pop()
         if par and par[-1].kind == K.UNARY_OPERATOR and \
                 self.ci.conf.lib.clang_getCursorUnaryOperatorKind(par[-1]) == _ADDRESS_OF:
             # `holder = &get_x_kernel();` or `auto* holder = &get_x_kernel();`: a pointer bound to the holder
@@ -1710,7 +1707,6 @@ class _Walker:
         loc = self.loc(c)
         self.res.seen.add((loc.path, loc.line, "invocation"))
         ctx.info.invokes = True
-        K = self.K
         kernel_refs = self.sources(obj, ctx)
         # template args and inputs are resolved once the whole unit is walked
         # (_finish_invocations): a launch in a header is usually defined before
@@ -2394,7 +2390,6 @@ class _Walker:
         return out
 
     def _input(self, x, ctx) -> InputArray:
-        K = self.K
         s = self.strip(x)
         name = self._root_name(s)
         fixed, dt, how = self._fixed_dtype(s, ctx, 0)
@@ -2615,7 +2610,6 @@ class _Walker:
         wrapper); iterate to a fixpoint over this translation unit.
         """
         K = self.K
-        queries = set(self.conv.backend_queries)
         tainted: dict = {}  # decl usr -> (query, via)
         tainted_fns: dict = {}  # function usr -> query (returns a query-derived value)
         for q_usr, q in self.query_decl_usrs.items():

@@ -5,40 +5,13 @@ template args or inputs. Tests find invocations by the ``// @marker`` on the
 launch line (``line_of``).
 """
 
-PORTS_H = r'''#pragma once
-#include <mutex>
-#include <optional>
-#include <stdexcept>
-#include <string>
-#include <utility>
-#include <vector>
-#include "mlx/mlx.h"
+from snippets import HOLDER_CLASS, KERNEL_PORTS_TYPES, PORTS_PRELUDE
 
+PORTS_H = PORTS_PRELUDE + r'''
 namespace mlxcel {
-using KernelPortGetter = mlx::core::fast::CustomKernelFunction& (*)();
-struct KernelPorts {
-  KernelPortGetter metal = nullptr;
-  KernelPortGetter cuda = nullptr;
-  KernelPortGetter rocm = nullptr;
-  bool rocm_any_wave_size = false;
-};
-using Args = std::vector<std::pair<std::string, mlx::core::fast::TemplateArg>>;
-mlx::core::fast::CustomKernelFunction& select_kernel_port(const char* entry, const char* fallback, const KernelPorts& ports);
+''' + KERNEL_PORTS_TYPES + r'''mlx::core::fast::CustomKernelFunction& select_kernel_port(const char* entry, const char* fallback, const KernelPorts& ports);
 const KernelPorts& k_ports();
-class Holder {
- public:
-  using Make = mlx::core::fast::CustomKernelFunction (*)();
-  explicit Holder(Make make) : make_(make) {}
-  mlx::core::fast::CustomKernelFunction& get() {
-    std::call_once(once_, [this] { k_.emplace(make_()); });
-    return *k_;
-  }
- private:
-  Make make_;
-  std::once_flag once_;
-  std::optional<mlx::core::fast::CustomKernelFunction> k_;
-};
-}  // namespace mlxcel
+''' + HOLDER_CLASS + r'''}  // namespace mlxcel
 '''
 
 # A header launch defined before its caller: the Dtype parameter and the

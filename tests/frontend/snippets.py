@@ -5,7 +5,9 @@ chosen to exercise one path of the extraction; tests look facts up by the
 marker comments' line numbers (``line_of``).
 """
 
-PORTS_H = r'''#pragma once
+# Shared by the snippet trees: the includes, the port-table types and a
+# call_once holder, as an engine declares them.
+PORTS_PRELUDE = r'''#pragma once
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -13,13 +15,9 @@ PORTS_H = r'''#pragma once
 #include <utility>
 #include <vector>
 #include "mlx/mlx.h"
+'''
 
-namespace mlxcel {
-enum class GpuKernelBackend { None, Metal, Cuda, Rocm };
-GpuKernelBackend gpu_kernel_backend();
-bool custom_kernels_available();
-void set_rocm_port_warp_size_for_tests(int warp_size);
-using KernelPortGetter = mlx::core::fast::CustomKernelFunction& (*)();
+KERNEL_PORTS_TYPES = r'''using KernelPortGetter = mlx::core::fast::CustomKernelFunction& (*)();
 struct KernelPorts {
   KernelPortGetter metal = nullptr;
   KernelPortGetter cuda = nullptr;
@@ -27,9 +25,9 @@ struct KernelPorts {
   bool rocm_any_wave_size = false;
 };
 using Args = std::vector<std::pair<std::string, mlx::core::fast::TemplateArg>>;
-bool has_kernel_port(const KernelPorts& ports);
-mlx::core::fast::CustomKernelFunction& select_kernel_port(const char* entry, const char* fallback, const KernelPorts& ports);
-class Holder {
+'''
+
+HOLDER_CLASS = r'''class Holder {
  public:
   using Make = mlx::core::fast::CustomKernelFunction (*)();
   explicit Holder(Make make) : make_(make) {}
@@ -42,7 +40,17 @@ class Holder {
   std::once_flag once_;
   std::optional<mlx::core::fast::CustomKernelFunction> k_;
 };
-}  // namespace mlxcel
+'''
+
+PORTS_H = PORTS_PRELUDE + r'''
+namespace mlxcel {
+enum class GpuKernelBackend { None, Metal, Cuda, Rocm };
+GpuKernelBackend gpu_kernel_backend();
+bool custom_kernels_available();
+void set_rocm_port_warp_size_for_tests(int warp_size);
+''' + KERNEL_PORTS_TYPES + r'''bool has_kernel_port(const KernelPorts& ports);
+mlx::core::fast::CustomKernelFunction& select_kernel_port(const char* entry, const char* fallback, const KernelPorts& ports);
+''' + HOLDER_CLASS + r'''}  // namespace mlxcel
 '''
 
 ALPHA_CPP = r'''#include "eng/ports.h"
