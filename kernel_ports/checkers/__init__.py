@@ -6,7 +6,7 @@ and yields `Finding`s. Every rule is listed once, in `ALL_RULES`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass
@@ -14,6 +14,14 @@ class Context:
     registry: object  # kernel_ports.registry.model.Registry
     index: object  # kernel_ports.index.ProjectIndex
     scope: object  # kernel_ports.scope.Scope
+    _derived: dict = field(default_factory=dict, repr=False)
+
+    def derived(self, name: str, build):
+        """A value several rules read (the port surface, the rule scope),
+        built once per check."""
+        if name not in self._derived:
+            self._derived[name] = build()
+        return self._derived[name]
 
 
 class Rule:

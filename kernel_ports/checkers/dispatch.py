@@ -65,27 +65,23 @@ def is_helper_file(ctx: Context, path: str) -> bool:
 
 def cpp_rule_files(ctx: Context) -> set | None:
     """The C++ files the dispatch rules judge; None when the registry says everywhere."""
-    cached = getattr(ctx, "_kp_dispatch_scope", False)
-    if cached is not False:
-        return cached
+    return ctx.derived("cpp_rule_files", lambda: _cpp_rule_files(ctx))
+
+
+def _cpp_rule_files(ctx: Context) -> set | None:
     if ctx.registry.conventions.rule_scope == "everywhere":
-        out = None
-    else:
-        idx = ctx.index
-        anchors = set(ctx.registry.launchers)
-        for facts in (idx.invocations, idx.factory_calls, idx.port_tables, idx.holders, idx.predicates):
-            anchors.update(f.loc.path for f in facts)
-        units = set()
-        for path in anchors:
-            units |= idx.translation_units_of(path) or {path}
-        out = set(anchors) | units
-        for unit in units:
-            if unit in idx.include_graph:
-                out |= nx.descendants(idx.include_graph, unit)
-    try:
-        ctx._kp_dispatch_scope = out
-    except AttributeError:
-        pass
+        return None
+    idx = ctx.index
+    anchors = set(ctx.registry.launchers)
+    for facts in (idx.invocations, idx.factory_calls, idx.port_tables, idx.holders, idx.predicates):
+        anchors.update(f.loc.path for f in facts)
+    units = set()
+    for path in anchors:
+        units |= idx.translation_units_of(path) or {path}
+    out = set(anchors) | units
+    for unit in units:
+        if unit in idx.include_graph:
+            out |= nx.descendants(idx.include_graph, unit)
     return out
 
 

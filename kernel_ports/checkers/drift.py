@@ -20,14 +20,7 @@ _SYNC = "`kernel-ports sync --write` refreshes it"
 
 
 def _surface(ctx: Context):
-    cached = getattr(ctx, "_drift_surface", None)
-    if cached is None or cached[0] is not ctx.index:
-        cached = (ctx.index, code_surface(ctx.index, ctx.scope))
-        try:
-            ctx._drift_surface = cached
-        except AttributeError:  # a frozen context: recompute each time
-            pass
-    return cached[1]
+    return ctx.derived("port_surface", lambda: code_surface(ctx.index, ctx.scope))
 
 
 def _reg(where) -> str:
