@@ -116,6 +116,39 @@ int rope_threads_for(GpuKernelBackend backend) {
 #define ROPE_ON_CUDA() (gpu_kernel_backend() == GpuKernelBackend::Cuda)
 """)
 
+def backend_member_holder(name: str, tag: str, runtime: bool) -> str:
+    """A holder that stores the backend it is constructed with in a member,
+    read by its factory's `switch` inside call_once. Built from the runtime
+    query, that switch is hand-written dispatch (KP101); built from the
+    backend its templated accessor is instantiated with, it is the slot's
+    compile-time choice and must stay quiet."""
+    holder = "".join(part.title() for part in name.split("_")) + "Slot"
+    accessor = (f"{holder}& {name}_slot() {{\n  static {holder} slot(gpu_kernel_backend());\n" if runtime
+                else f"template <GpuKernelBackend B>\n{holder}& {name}_slot() {{\n  static {holder} slot(B);\n")
+    return f"""
+mlx::core::fast::CustomKernelFunction build_{name}(GpuKernelBackend which) {{
+  switch (which) {{  // {tag}
+    case GpuKernelBackend::Metal:
+      return mlx::core::fast::metal_kernel("{name}", {{"x"}}, {{"y"}}, "y[0] = x[0];");
+    default:
+      return mlx::core::fast::cuda_kernel("{name}", {{"x"}}, {{"y"}}, "y[0] = x[0];");
+  }}
+}}
+struct {holder} {{
+  std::optional<mlx::core::fast::CustomKernelFunction> fn;
+  std::once_flag once;
+  GpuKernelBackend which;
+  explicit {holder}(GpuKernelBackend w) : which(w) {{}}
+  mlx::core::fast::CustomKernelFunction& get() {{
+    std::call_once(once, [this] {{ fn = build_{name}(which); }});
+    return *fn;
+  }}
+}};
+{accessor}  return slot;
+}}
+"""
+
+
 KP101_CASES = [
     Case("eq", "KP101", ROPE, "v:eq", (after(ROPE, ROPE_BODY, "  if (gpu_kernel_backend() == GpuKernelBackend::Cuda) { (void)dims; }  // v:eq\n"),)),
     Case("eq-reversed", "KP101", ROPE, "v:eq-reversed", (after(ROPE, ROPE_BODY, "  if (GpuKernelBackend::Metal == gpu_kernel_backend()) { (void)dims; }  // v:eq-reversed\n"),)),
@@ -147,30 +180,8 @@ KP101_CASES = [
     Case("macro-expansion", "KP101", ROPE, "v:macro", (ROPE_PROBE_NS, after(ROPE, ROPE_BODY,
          "  if (ROPE_ON_CUDA()) { (void)dims; }  // v:macro\n"))),
     # a holder that stores a backend it is constructed with at run time: the factory's switch is a runtime test
-    Case("holder-member-from-query", "KP101", ROPE, "v:holder-member", (after(ROPE, ROPE_NS, """
-mlx::core::fast::CustomKernelFunction build_rope_any(GpuKernelBackend which) {
-  switch (which) {  // v:holder-member
-    case GpuKernelBackend::Metal:
-      return mlx::core::fast::metal_kernel("rope_any", {"x"}, {"y"}, "y[0] = x[0];");
-    default:
-      return mlx::core::fast::cuda_kernel("rope_any", {"x"}, {"y"}, "y[0] = x[0];");
-  }
-}
-struct RopeAnySlot {
-  std::optional<mlx::core::fast::CustomKernelFunction> fn;
-  std::once_flag once;
-  GpuKernelBackend which;
-  explicit RopeAnySlot(GpuKernelBackend w) : which(w) {}
-  mlx::core::fast::CustomKernelFunction& get() {
-    std::call_once(once, [this] { fn = build_rope_any(which); });
-    return *fn;
-  }
-};
-RopeAnySlot& rope_any_slot() {
-  static RopeAnySlot slot(gpu_kernel_backend());
-  return slot;
-}
-"""),)),
+    Case("holder-member-from-query", "KP101", ROPE, "v:holder-member",
+         (after(ROPE, ROPE_NS, backend_member_holder("rope_any", "v:holder-member", runtime=True)),)),
     Case("header", "KP101", ATTENTION_LAUNCH, "v:header", (after(ATTENTION_LAUNCH, "  const int heads = q.shape(0);\n",
          "  const int lanes = gpu_kernel_backend() == GpuKernelBackend::Cuda ? 32 : 64;  // v:header\n  (void)lanes;\n"),
          after(ATTENTION_LAUNCH, '#include "mlx/mlx.h"\n', '#include "turbo/gpu_backend.h"\n'))),
@@ -235,31 +246,8 @@ KP101_DECOYS = [
         "int rope_width_for(GpuKernelBackend backend) {\n  return backend == GpuKernelBackend::Metal ? 32 : 64;  // d:constant-argument\n}\n")),
     # a holder that stores the backend its templated accessor is instantiated with, read by its factory inside
     # call_once: the factory's switch is the slot's compile-time choice
-    ("holder-member-from-template", ROPE, "d:holder-member", after(ROPE, ROPE_NS, """
-mlx::core::fast::CustomKernelFunction build_rope_probe(GpuKernelBackend which) {
-  switch (which) {  // d:holder-member
-    case GpuKernelBackend::Metal:
-      return mlx::core::fast::metal_kernel("rope_probe", {"x"}, {"y"}, "y[0] = x[0];");
-    default:
-      return mlx::core::fast::cuda_kernel("rope_probe", {"x"}, {"y"}, "y[0] = x[0];");
-  }
-}
-struct RopeProbeSlot {
-  std::optional<mlx::core::fast::CustomKernelFunction> fn;
-  std::once_flag once;
-  GpuKernelBackend which;
-  explicit RopeProbeSlot(GpuKernelBackend w) : which(w) {}
-  mlx::core::fast::CustomKernelFunction& get() {
-    std::call_once(once, [this] { fn = build_rope_probe(which); });
-    return *fn;
-  }
-};
-template <GpuKernelBackend B>
-RopeProbeSlot& rope_probe_slot() {
-  static RopeProbeSlot slot(B);
-  return slot;
-}
-""")),
+    ("holder-member-from-template", ROPE, "d:holder-member",
+     after(ROPE, ROPE_NS, backend_member_holder("rope_probe", "d:holder-member", runtime=False))),
     ("templated-backend-use", ROPE, "d:template-use", after(ROPE, ROPE_BODY,
         "  const int lanes = rope_lanes<GpuKernelBackend::Cuda>() + rope_width_for(GpuKernelBackend::Rocm);  // d:template-use\n  (void)lanes;\n")),
     ("helper-file", KERNEL_PORT, "d:helper", after(KERNEL_PORT, "  const KernelPortGetter port = port_for_running_backend(ports);\n",
