@@ -69,7 +69,7 @@ from kernel_ports.facts import (
     sort_key,
     to_jsonable,
 )
-from kernel_ports.frontend import clang_fe, focus, hip, rust, witness as wit
+from kernel_ports.frontend import clang_fe, headers, focus, hip, rust, witness as wit
 
 def _code_digest() -> str:
     """The front ends' own source, so a changed extractor never reads stale cache entries."""
@@ -534,7 +534,7 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
     # include dirs inside the root are keyed relative to it, so a copy of the tree elsewhere reuses the parses of
     # its unchanged files (their content hashes and those of the project headers they read still decide)
     comp_key = _sha(repr((registry.compile.std, registry.compile.defines, tuple(_dir_key(d, root) for d in registry.compile.include_dirs),
-                          conv, clang_fe.stub_digest(), FRONTEND_VERSION, sorted(cc.items()))).encode())[:24]
+                          conv, headers.resolve_for(registry).digest, FRONTEND_VERSION, sorted(cc.items()))).encode())[:24]
     fault_map = _faults()
     results: list = []
     to_parse = []
@@ -578,7 +578,7 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
                 built = clang_fe.prelude_path(pre_args, pch_dir, with_stubs=with_stubs)
                 if built.is_file():
                     pchs[plan] = str(built)  # built by an earlier run: worth it for a single file too
-                elif n >= 3:
+                elif n >= _prelude_min_files(registry, cache):
                     pre_jobs.append((plan, ("prelude", (pre_args, str(pch_dir), with_stubs))))
             if pre_jobs:
                 for a, (status, out) in pool.run(pre_jobs, timeout).items():
@@ -693,6 +693,14 @@ def _prelude_plan(registry, args: tuple, root: Path) -> tuple:
     """(prelude arguments, with the stubs) for a unit's argument set."""
     # the stubs are precompiled too when they are what the units would include (~20 ms a parse)
     return _prelude_args(args, root, _shared_prelude_defines(registry)), not clang_fe.stubs_shadowed(args)
+
+
+def _prelude_min_files(registry, cache: "_Cache") -> int:
+    """Units an argument set needs for a prelude to pay for itself in this run: real MLX headers cost a second or
+    more a parse without one (and a kept prelude serves later runs), the stubs a tenth of that."""
+    if not headers.resolve_for(registry).mlx.real:
+        return 3
+    return 1 if cache.root is not None else 2
 
 
 def _start_early_prelude(registry, root: Path, cache: "_Cache", cpp_files: list, compile_commands):

@@ -17,24 +17,23 @@ namespace mlx::core {
 
 // A struct around an enum, as in MLX: a template arg built from
 // `x.dtype()` must have the class type `Dtype` (the dtype-key rules look
-// for it), not decay to an integer.
+// for it), not decay to an integer. As in MLX, comparisons and `switch`
+// go through the conversion to `Val` (there is no operator==), which the
+// front end looks through.
 struct Dtype {
-  enum class Val : uint8_t {
+  enum class Val {
     bool_, uint8, uint16, uint32, uint64, int8, int16, int32, int64,
     float16, float32, float64, bfloat16, complex64,
   };
-  constexpr Dtype(Val v, uint8_t bytes) : val_(v), size(bytes) {}
+  constexpr explicit Dtype(Val v, uint8_t bytes) : val_(v), size_(bytes) {}
+  constexpr operator Val() const { return val_; }
   constexpr Val val() const { return val_; }
+  constexpr uint8_t size() const { return size_; }
 
  private:
   Val val_;
-
- public:
-  uint8_t size;
+  uint8_t size_;
 };
-
-constexpr bool operator==(Dtype a, Dtype b) { return a.val() == b.val(); }
-constexpr bool operator!=(Dtype a, Dtype b) { return a.val() != b.val(); }
 
 inline constexpr Dtype bool_{Dtype::Val::bool_, 1};
 inline constexpr Dtype uint8{Dtype::Val::uint8, 1};
