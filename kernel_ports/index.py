@@ -69,6 +69,7 @@ from kernel_ports.facts import (
     sort_key,
     to_jsonable,
 )
+from kernel_ports import parse_report
 from kernel_ports.frontend import clang_fe, headers, focus, hip, rust, witness as wit
 
 def _code_digest() -> str:
@@ -117,6 +118,7 @@ class ProjectIndex:
     clang_files: list = field(default_factory=list)  # (path, configuration) parsed by Clang
     functions: dict = field(default_factory=dict)  # usr -> clang_fe.FunctionInfo (merged)
     timings: dict = field(default_factory=dict)
+    headers: dict = field(default_factory=dict)  # the header set that judged the tree (frontend/headers.py)
 
     # ---------------------------------------------------------------- queries
     def includers_of(self, path: str) -> set:
@@ -170,6 +172,7 @@ class ProjectIndex:
             "unanalyzable": [{"path": p, "reason": r} for p, r in sorted(self.unanalyzable)],
             "unconfirmed": lst(self.unconfirmed),
             "include_graph": sorted([a, b] for a, b in self.include_graph.edges),
+            "headers": self.headers,
         }
 
 
@@ -498,6 +501,7 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
             tus.add(p)
     cc_path = compile_commands or registry.compile.compile_commands
     cc = _load_compile_commands(Path(cc_path) if cc_path else None, root)
+    index.headers = dict(headers.resolve_for(registry).as_dict(), **({"compile_commands": len(cc)} if cc else {}))
     if tus:
         clang_fe.builtin_include_dir()
         clang_fe.system_cxx_headers()
@@ -1168,7 +1172,8 @@ def _merge(index: ProjectIndex, registry, results: list, witnessed: dict, conv) 
     for r in results:
         index.parse_quality.append(ParseQuality(path=r.path, configuration=r.configuration, parsed=r.ok,
                                                 diagnostics=r.diagnostics, errors=r.errors, seconds=round(r.seconds, 4),
-                                                cached=getattr(r, "cached", False)))
+                                                cached=getattr(r, "cached", False),
+                                                first_errors=tuple(getattr(r, "first_errors", ()))))
 
     # unconfirmed candidates (KP902)
     seen = set()
@@ -1205,7 +1210,7 @@ def _merge(index: ProjectIndex, registry, results: list, witnessed: dict, conv) 
                                       kind=kind, name=name, reason=reason))
     # an untyped record and a missing one at the same place are one finding
     by_place: dict = {}
-    for u in _merge_configs(unconf):
+    for u in parse_report.with_nearest_errors(_merge_configs(unconf), results):
         by_place.setdefault((u.loc.path, u.loc.line, u.kind), u)
     index.unconfirmed = sorted(by_place.values(), key=sort_key)
     index.hip_sources = sorted(index.hip_sources, key=sort_key)

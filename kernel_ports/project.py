@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kernel_ports import parse_report
 from kernel_ports.checkers import Context, all_rules
 from kernel_ports.findings import Finding, Policy, apply_policy
 from kernel_ports.scope import resolve_scope
@@ -77,6 +78,8 @@ def make_summary(registry, scope, index, findings, rules_run) -> dict:
             "rust_gates": len(index.rust_gates),
         }
     )
+    headers = getattr(index, "headers", {}) or {}
+    errors = parse_report.parse_errors(index)
     return {
         "root": str(registry.root),
         "root_uri": registry.root.resolve().as_uri() + "/",
@@ -84,4 +87,7 @@ def make_summary(registry, scope, index, findings, rules_run) -> dict:
         "checked": checked,
         "counts": counts,
         "rules_run": rules_run,
+        "headers": headers,
+        "parse_errors": errors,
+        "notes": parse_report.notes(headers, errors),
     }
