@@ -127,3 +127,26 @@ def test_clang_errors_are_summarised_and_listed(tmp_path):
     assert all(q.first_errors and "src/b" in q.first_errors[0] for q in idx.parse_quality)
     (note,) = [n for n in parse_report.notes(idx.headers, errors) if "Clang errors" in n]
     assert "2 file(s) parsed with Clang errors" in note and "'engine/missing.h' file not found ×2" in note
+
+
+LOST_LAUNCH = r'''#include <optional>
+#include "mlx/mlx.h"
+mlx::core::fast::CustomKernelFunction& pick_kernel();
+mlx::core::array launch_wrapped(const mlx::core::array& x, const Wrapped& w) {
+  auto& kernel = pick_kernel();
+  return kernel({x}, {x.shape()}, {w.dt}, {1, 1, 1}, {1, 1, 1}, {{"T", w.dt}}, std::nullopt, false, {})[0];
+}
+'''
+
+
+def test_a_kp902_names_the_nearest_clang_error(tmp_path):
+    from kernel_ports.checkers.analysis import FrontEndFailures
+    from kernel_ports.checkers import Context
+
+    write_tree(tmp_path, {"src/run.cpp": LOST_LAUNCH})
+    reg = make_registry(tmp_path)
+    idx = build_index(reg, files_under(tmp_path), jobs=1, use_cache=False)
+    (u,) = idx.unconfirmed
+    assert u.loc.line == 6 and "(nearest Clang error: line 4: unknown type name 'Wrapped')" in u.reason
+    (f,) = [f for f in FrontEndFailures().check(Context(registry=reg, index=idx, scope=None)) if f.rule == "KP902"]
+    assert f.line == 6 and "nearest Clang error: line 4: unknown type name 'Wrapped'" in f.message
