@@ -9,17 +9,18 @@ table slots to factory calls and invocations to selector calls.
 
 Parsing without a build
 -----------------------
-``-x c++ -std=<registry std>``, registry defines and include dirs, the
-package's MLX stubs through ``-idirafter`` (real headers on the include path
-win), GCC's own include directory for ``stddef.h`` and friends (the libclang
+``-x c++ -std=<registry std>``, registry defines and include dirs, the MLX and
+cxx headers resolved in :mod:`kernel_ports.frontend.headers` (real ones when
+installed, else the package's stubs through ``-idirafter``; the ROCm shim),
+GCC's own include directory for ``stddef.h`` and friends (the libclang
 wheel ships no resource headers), keep-going and no error limit.  CUDA/HIP
 sources are parsed as C++ with their keywords defined away.  With
 ``compile_commands.json`` the recorded flags of the file are used instead
-(its include and define flags only; stubs still come last).
+(its include and define flags only; the resolved headers still come last).
 
 A precompiled prelude (the standard headers the stubs and engines use, and
-the stubs themselves when no include directory holds an MLX header of its
-own) is built once per argument set into the cache directory, with the
+the resolved MLX and cxx headers when no include directory holds one of its
+own; ``with_stubs`` below means those, stubs or real) is built once per argument set into the cache directory, with the
 templates it uses instantiated, and passed with ``-include-pch``; it cuts
 per-file parse time several-fold.  It adds two spurious ``__va_list_tag``
 diagnostics per file, which are filtered.  The prelude's declarations are not
