@@ -218,18 +218,21 @@ def _package_include() -> Optional[tuple]:
 
 
 def _distribution_of(pkg_dir: Path, inc: str) -> str:
-    """The installed distribution whose files hold the headers (mlx-cpu, mlx-metal, mlx ...), with its version."""
-    import importlib.metadata as md
-
-    version = _mlx_version(inc)
-    for dist in md.distributions(path=[str(pkg_dir.parent)]):
-        name = dist.metadata["Name"] or ""
-        if not name.lower().startswith("mlx"):
+    """The installed distribution whose files hold the headers (mlx-cpu, mlx-metal, mlx ...), with its version.
+    Read from the dist-info directories beside the package (importlib.metadata costs a tenth of a second to
+    import, on every run)."""
+    for info in sorted(pkg_dir.parent.glob("mlx*.dist-info")):
+        try:
+            if "mlx/include/mlx/fast.h," not in (info / "RECORD").read_text(encoding="utf-8", errors="replace"):
+                continue
+            meta = (info / "METADATA").read_text(encoding="utf-8", errors="replace")[:4000]
+        except OSError:
             continue
-        for f in dist.files or ():
-            if f.as_posix() == "mlx/include/mlx/fast.h":
-                return f"{name} {dist.version}"
-    return version
+        name = re.search(r"^Name:\s*(\S+)", meta, re.M)
+        version = re.search(r"^Version:\s*(\S+)", meta, re.M)
+        if name and version:
+            return f"{name.group(1)} {version.group(1)}"
+    return _mlx_version(inc)
 
 
 # ------------------------------------------------------------------ cxx

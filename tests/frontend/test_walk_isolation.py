@@ -5,25 +5,17 @@ from pathlib import Path
 
 from helpers import make_registry, write_tree
 from kernel_ports.frontend import clang_fe
+from tests.frontend.test_prelude import DIRECT
 
 # `h(t, scale)` is a dependent call Clang cannot resolve inside the template: its cursor references nothing, and
 # `scale` (a function used as a value) was compared with that None (clang_equalCursors raised ArgumentError).
-VALUE_IN_UNRESOLVED_CALL = r'''#include "mlx/mlx.h"
-namespace eng {
+VALUE_IN_UNRESOLVED_CALL = DIRECT.replace("namespace eng {\n", r'''namespace eng {
 int scale(int x) { return 2 * x; }
 template <typename T>
 int apply(T t) {
   return h(t, scale);
 }
-mlx::core::fast::CustomKernelFunction& get_k() {
-  static auto k = mlx::core::fast::metal_kernel("k", {"x"}, {"out"}, "out[0] = x[0];");
-  return k;
-}
-mlx::core::array launch(const mlx::core::array& x) {
-  return get_k()({x}, {x.shape()}, {x.dtype()}, {1, 1, 1}, {1, 1, 1}, {{"T", x.dtype()}}, std::nullopt, false, {})[0];
-}
-}  // namespace eng
-'''
+''', 1)
 
 
 def _parse(tmp_path, text, rel="src/k.cpp"):
