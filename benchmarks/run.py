@@ -52,11 +52,18 @@ def main(argv=None) -> int:
     parser.add_argument("--lines", type=int, default=600)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--headers", choices=("auto", "stubs"), default="auto",
+                        help="compile.mlx_headers/cxx_headers of the generated registry: the installed real headers "
+                             "(auto) or the bundled stubs, to compare with runs made before real headers existed")
     args = parser.parse_args(argv)
 
     work = Path(tempfile.mkdtemp(prefix="kp-bench-"))
     try:
         registry = generate(work / "tree", args.launchers, args.lines)
+        if args.headers != "auto":
+            text = registry.read_text(encoding="utf-8")
+            registry.write_text(text.replace("compile:\n", f"compile:\n  mlx_headers: {args.headers}\n"
+                                             f"  cxx_headers: {args.headers}\n", 1), encoding="utf-8")
         changed = next((work / "tree" / "engine").rglob("*_g0.cpp"))
         cold, warm, one = [], [], []
         cpu = {"cold": [], "warm": [], "one file changed": []}
@@ -78,6 +85,7 @@ def main(argv=None) -> int:
         summary = doc.get("summary", {})
         print(f"machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}")
         print(f"tree: {args.launchers} launcher files x ~{args.lines} lines; checked: {summary.get('checked')}")
+        print(f"headers: {summary.get('headers', {}).get('description', 'stubs (before header resolution)')}")
         print(f"findings on the generated tree: {len(doc.get('findings', []))}")
         try:
             load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
