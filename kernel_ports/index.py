@@ -77,7 +77,7 @@ def _code_digest() -> str:
     h = hashlib.sha256(__version__.encode())
     here = Path(__file__).resolve().parent
     for rel in ("facts.py", "index.py", "frontend/clang_fe.py", "frontend/witness.py", "frontend/hip.py", "frontend/rust.py",
-                "frontend/focus.py"):
+                "frontend/focus.py", "frontend/headers.py", "frontend/isolation.py"):
         try:
             h.update((here / rel).read_bytes())
         except OSError:

@@ -19,9 +19,9 @@ sources are parsed as C++ with their keywords defined away.  With
 (its include and define flags only; the resolved headers still come last).
 
 A precompiled prelude (the standard headers the stubs and engines use, and
-the resolved MLX and cxx headers when no include directory holds one of its
-own; ``with_stubs`` below means those, stubs or real) is built once per argument set into the cache directory, with the
-templates it uses instantiated, and passed with ``-include-pch``; it cuts
+the resolved MLX and cxx headers, stubs or real, when no include directory
+holds one of its own: ``with_stubs`` below) is built once per argument set
+into the cache directory, with the templates it uses instantiated, and passed with ``-include-pch``; it cuts
 per-file parse time several-fold.  It adds two spurious ``__va_list_tag``
 diagnostics per file, which are filtered.  The prelude's declarations are not
 listed among a unit's (``excludeDecls``); what the walk needs of the stubs'
@@ -68,7 +68,7 @@ from kernel_ports.facts import (
 MLX_DTYPE = "mlx::core::Dtype"  # MLX API (SPEC §1), not an engine convention
 MLX_ARRAY = "mlx::core::array"
 
-STUBS_DIR = Path(__file__).resolve().parent.parent / "stubs"
+STUBS_DIR = headers.STUBS_DIR
 
 # CUDA / HIP spellings that plain C++ does not know; defined away so that the
 # host code around them parses.
