@@ -150,3 +150,21 @@ def test_a_kp902_names_the_nearest_clang_error(tmp_path):
     assert u.loc.line == 6 and "(nearest Clang error: line 4: unknown type name 'Wrapped')" in u.reason
     (f,) = [f for f in FrontEndFailures().check(Context(registry=reg, index=idx, scope=None)) if f.rule == "KP902"]
     assert f.line == 6 and "nearest Clang error: line 4: unknown type name 'Wrapped'" in f.message
+
+
+def test_the_registry_names_the_line_of_a_header_directory_without_headers(tmp_path):
+    from kernel_ports.registry.load import RegistryError, load_registry
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "mlx-inc" / "mlx").mkdir(parents=True)
+    for rel in ("mlx.h", "fast.h"):
+        (tmp_path / "mlx-inc" / "mlx" / rel).write_text("#pragma once\n")
+    reg = tmp_path / "registry.yaml"
+    reg.write_text("version: 1\nroot: src\nkernels: []\ncompile:\n  mlx_headers: mlx-inc\n  cxx_headers: stubs\n")
+    loaded = load_registry(reg)
+    assert loaded.compile.mlx_headers == str(tmp_path / "mlx-inc") and loaded.compile.cxx_headers == "stubs"
+    assert headers.resolve_for(loaded).mlx.kind == "path"
+    reg.write_text("version: 1\nroot: src\nkernels: []\ncompile:\n  std: c++20\n  cxx_headers: nowhere\n")
+    with pytest.raises(RegistryError) as info:
+        load_registry(reg)
+    assert str(info.value).startswith(f"{reg}:6: compile.cxx_headers: ") and "holds no rust/cxx.h" in str(info.value)
