@@ -69,7 +69,7 @@ from kernel_ports.facts import (
     sort_key,
     to_jsonable,
 )
-from kernel_ports import parse_report
+from kernel_ports import parse_summary
 from kernel_ports.frontend import clang_fe, headers, focus, hip, rust, witness as wit
 
 def _code_digest() -> str:
@@ -1210,7 +1210,7 @@ def _merge(index: ProjectIndex, registry, results: list, witnessed: dict, conv) 
                                       kind=kind, name=name, reason=reason))
     # an untyped record and a missing one at the same place are one finding
     by_place: dict = {}
-    for u in parse_report.with_nearest_errors(_merge_configs(unconf), results):
+    for u in parse_summary.with_nearest_errors(_merge_configs(unconf), results):
         by_place.setdefault((u.loc.path, u.loc.line, u.kind), u)
     index.unconfirmed = sorted(by_place.values(), key=sort_key)
     index.hip_sources = sorted(index.hip_sources, key=sort_key)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kernel_ports import parse_report
+from kernel_ports import parse_summary
 from kernel_ports.checkers import Context, all_rules
 from kernel_ports.findings import Finding, Policy, apply_policy
 from kernel_ports.scope import resolve_scope
@@ -79,7 +79,7 @@ def make_summary(registry, scope, index, findings, rules_run) -> dict:
         }
     )
     headers = getattr(index, "headers", {}) or {}
-    errors = parse_report.parse_errors(index)
+    errors = parse_summary.parse_errors(index)
     return {
         "root": str(registry.root),
         "root_uri": registry.root.resolve().as_uri() + "/",
@@ -89,5 +89,5 @@ def make_summary(registry, scope, index, findings, rules_run) -> dict:
         "rules_run": rules_run,
         "headers": headers,
         "parse_errors": errors,
-        "notes": parse_report.notes(headers, errors),
+        "notes": parse_summary.notes(headers, errors),
     }

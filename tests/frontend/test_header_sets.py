@@ -117,15 +117,15 @@ def test_a_bridge_shaped_unit_parses_cleanly_in_every_configuration(tmp_path, wh
 
 
 def test_clang_errors_are_summarised_and_listed(tmp_path):
-    from kernel_ports import parse_report
+    from kernel_ports import parse_summary
 
     write_tree(tmp_path, {f"src/b{i}.cpp": '#include "engine/missing.h"\n' + BRIDGE for i in range(2)})
     reg = make_registry(tmp_path)
     idx = build_index(reg, files_under(tmp_path), jobs=1, use_cache=False)
-    errors = parse_report.parse_errors(idx)
+    errors = parse_summary.parse_errors(idx)
     assert errors["files"] == 2 and errors["causes"][0] == {"message": "'engine/missing.h' file not found", "count": 2}
     assert all(q.first_errors and "src/b" in q.first_errors[0] for q in idx.parse_quality)
-    (note,) = [n for n in parse_report.notes(idx.headers, errors) if "Clang errors" in n]
+    (note,) = [n for n in parse_summary.notes(idx.headers, errors) if "Clang errors" in n]
     assert "2 file(s) parsed with Clang errors" in note and "'engine/missing.h' file not found ×2" in note
 
 
