@@ -63,6 +63,12 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("--format", choices=("text", "json"), default="text")
     status.add_argument("--output", default=None)
 
+    port = sub.add_parser("port", help="generate a kernel's port for a backend from its port for another")
+    _common(port)
+    port.add_argument("backend", choices=("rocm", "cuda"), help="the backend to generate the port for (rocm from cuda, cuda from rocm)")
+    port.add_argument("kernel", help="the registry's kernel name")
+    port.add_argument("--write", action="store_true", help="write the files and the registry (default: print a unified diff)")
+
     init = sub.add_parser("init", help="write a registry for a tree that has none")
     init.add_argument("--root", required=True, help="source tree to describe")
     init.add_argument("--output", default=None, help="write the registry here (default: stdout)")
@@ -196,6 +202,28 @@ def cmd_status(args) -> int:
     return EXIT_CLEAN
 
 
+def cmd_port(args) -> int:
+    from kernel_ports.port.apply import run_port, write_port
+    from kernel_ports.port.generate import PortError
+
+    _check_run_args(args)
+    registry = _load(args)
+    try:
+        outcome = run_port(registry, args.kernel, args.backend, _options(args))
+        for line in outcome.summary():
+            print(f"kernel-ports: port: {line}", file=sys.stderr)
+        if not args.write:
+            sys.stdout.write(outcome.diff(registry.root, registry.path))
+            return EXIT_CLEAN
+        for line in write_port(outcome, registry):
+            print(f"kernel-ports: port: {line}", file=sys.stderr)
+    except PortError as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise UsageError(f"kernel-ports: port: cannot write: {exc}") from None
+    return EXIT_CLEAN
+
+
 def cmd_init(args) -> int:
     from kernel_ports.sync import InitOptions, SyncError, build_init, write_atomically
 
@@ -294,6 +322,7 @@ COMMANDS = {
     "sync": cmd_sync,
     "matrix": cmd_matrix,
     "status": cmd_status,
+    "port": cmd_port,
     "explain": cmd_explain,
 }
 
