@@ -1,0 +1,166 @@
+"""`kernel-ports port`: what it writes compiles and passes `check` and `sync --check`.
+
+A copy of the sample engine gets every kernel that has a CUDA port and no ROCm
+port ported (`port rocm K --write`, one after the other, as a developer would),
+then each translation unit is compiled in every build configuration against
+the stubs (and the real MLX headers with the ROCm shim when the tree and the
+machine have them), and the check and the registry comparison must be clean.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import shutil
+import subprocess
+
+import pytest
+
+import tests.test_sample_engine as sample
+from kernel_ports.cli import main
+from kernel_ports.port.renames import CUDA_TO_HIP, HIP_TO_CUDA, apply_renames
+from tests.mutate import Mutation, engine_copy
+
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
+UNPORTED = sorted(k["name"] for k in sample.REGISTRY["kernels"] if k["ports"]["cuda"] and not k["ports"]["rocm"])
+
+
+def run(capsys, copy, *argv):
+    code = main([*argv, "--registry", str(copy.registry_path), "--root", str(copy.root)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def compile_flags(configuration: str, header_set: str, root) -> list:
+    """The sample engine's own compile flags, pointed at the copy."""
+    takes_set = "header_set" in inspect.signature(sample._compile_flags).parameters
+    if header_set != "stubs":
+        real = getattr(sample, "REAL", None)
+        if not takes_set or real is None:
+            pytest.skip("real MLX headers with the ROCm shim: this tree has no header resolution for them yet")
+        if not (real.mlx.real and real.cxx.real):
+            pytest.skip("real headers not installed: pip install mlx-cpu and apt-get install librust-cxx-dev")
+        flags = sample._compile_flags(configuration, header_set)
+    else:
+        flags = sample._compile_flags(configuration, "stubs") if takes_set else sample._compile_flags(configuration)
+    return [f.replace(str(sample.ENGINE), str(root)) for f in flags]
+
+
+@pytest.fixture(scope="module")
+def ported(tmp_path_factory):
+    """A copy of the sample engine with every kernel that has a CUDA port and no ROCm port ported to ROCm."""
+    copy = engine_copy(tmp_path_factory.mktemp("ported"))
+    for kernel in UNPORTED:
+        code = main(["port", "rocm", kernel, "--write", "--registry", str(copy.registry_path), "--root", str(copy.root)])
+        assert code == 0, kernel
+    return copy
+
+
+def test_the_sample_engine_has_kernels_to_port():
+    assert len(UNPORTED) >= 1
+    assert "gumbel" in UNPORTED  # the helper-factory shape (switch on a backend constant)
+
+
+@needs_gxx
+@pytest.mark.parametrize("header_set", ["stubs", "real"])
+@pytest.mark.parametrize("configuration", sorted(sample.CONFIGURATIONS))
+def test_ported_tree_compiles(ported, configuration, header_set):
+    units = sorted(p for p in ported.root.rglob("*.cpp"))
+    for unit in units:
+        cmd = ["g++", *compile_flags(configuration, header_set, ported.root), str(unit)]
+        result = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        assert result.returncode == 0, f"{' '.join(cmd)}\n{result.stderr}"
+
+
+def test_ported_tree_is_clean_and_in_sync(ported, capsys):
+    code, out, _ = run(capsys, ported, "check")
+    assert code == 0, out
+    assert "0 error(s), 0 warning(s)" in out
+    code, out, err = run(capsys, ported, "sync", "--check")
+    assert code == 0, out + err
+    code, out, _ = run(capsys, ported, "matrix", "--format", "json")
+    kernels = {k["kernel"]: k for k in json.loads(out)["kernels"]}
+    for name in UNPORTED:
+        assert kernels[name]["ports"]["rocm"] and kernels[name]["registry_ports"]["rocm"], name
+        assert kernels[name]["rocm_any_wave_size"] is False
+
+
+def test_ported_files_in_the_engines_shape(ported):
+    header = (ported.root / "src/lib/mlx-cpp/turbo/attention_hip.h").read_text(encoding="utf-8")
+    assert "constexpr const char* SDPA_EXACT_HIP_SOURCE = R\"(" in header
+    assert "constexpr const char* SDPA_WINDOW_HIP_SOURCE = R\"(" in header  # the second kernel joins the header
+    launcher = (ported.root / "src/lib/mlx-cpp/turbo/attention.cpp").read_text(encoding="utf-8")
+    assert launcher.count('#include "turbo/attention_hip.h"') == 1
+    assert "#ifdef MLXCEL_BRIDGE_ROCM_BACKEND\nKernelHolder& get_sdpa_exact_kernel_hip() {" in launcher
+    assert "      // rocm_any_wave_size stays false: no lane operation in SDPA_EXACT_HIP_SOURCE" in launcher
+    sampling = (ported.root / "src/lib/mlx-cpp/turbo/sampling.cpp").read_text(encoding="utf-8")
+    assert "    case GpuKernelBackend::Rocm:\n      return mlx::core::fast::hip_kernel(" in sampling
+    assert "make_gumbel_kernel(GpuKernelBackend::Rocm)" in sampling
+
+
+def test_refuses_a_kernel_that_has_a_rocm_port(ported, capsys):
+    code, out, err = run(capsys, ported, "port", "rocm", "gumbel")
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "gumbel already has a ROCm port: .rocm = get_gumbel_kernel_hip" in err
+
+
+def test_diff_only_writes_nothing(tmp_path, capsys):
+    copy = engine_copy(tmp_path)
+    before = {p: p.read_bytes() for p in copy.root.rglob("*") if p.is_file()}
+    registry = copy.registry_path.read_bytes()
+    code, out, err = run(capsys, copy, "port", "rocm", "sdpa_exact")
+    assert code == 0, err
+    assert {p: p.read_bytes() for p in copy.root.rglob("*") if p.is_file()} == before
+    assert copy.registry_path.read_bytes() == registry
+    assert "+++ b/" in out and "attention_hip.h" in out
+    assert "-      rocm: null\n+      rocm: get_sdpa_exact_kernel_hip\n" in out
+    assert "lane operations: none" in err
+
+
+def test_lane_operations_are_renamed_listed_and_keep_the_port_unmarked(tmp_path, capsys):
+    shuffle = Mutation("src/lib/mlx-cpp/turbo/sampling.cpp",
+                       "  const int row = blockIdx.x * blockDim.x + threadIdx.x;\n  float best = -INFINITY;\n",
+                       "  const int row = blockIdx.x * blockDim.x + threadIdx.x;\n  float best = -INFINITY;\n"
+                       "  best = __shfl_xor_sync(0xffffffff, best, 1);  // __shfl_xor_sync named in a comment\n")
+    copy = engine_copy(tmp_path, shuffle)
+    code, out, err = run(capsys, copy, "port", "rocm", "gumbel", "--write")
+    assert code == 0, err
+    assert "rename in GUMBEL_CUDA_SOURCE: __shfl_xor_sync -> __shfl_xor (body line 4" in err
+    header = (copy.root / "src/lib/mlx-cpp/turbo/sampling_hip.h").read_text(encoding="utf-8")
+    assert "  best = __shfl_xor(best, 1);  // __shfl_xor_sync named in a comment\n" in header
+    line = header.splitlines().index("  best = __shfl_xor(best, 1);  // __shfl_xor_sync named in a comment") + 1
+    launcher = (copy.root / "src/lib/mlx-cpp/turbo/sampling.cpp").read_text(encoding="utf-8")
+    assert (f"// rocm_any_wave_size stays false: lane operations in GUMBEL_HIP_SOURCE "
+            f"(__shfl_xor (src/lib/mlx-cpp/turbo/sampling_hip.h:{line}))") in launcher
+    assert run(capsys, copy, "check")[0] == 0
+
+
+def test_an_anchor_out_of_place_is_refused(tmp_path, capsys):
+    joined = Mutation("src/lib/mlx-cpp/turbo/sampling.cpp",
+                      "    case GpuKernelBackend::Cuda:\n      return mlx::core::fast::cuda_kernel(",
+                      "    case GpuKernelBackend::Cuda: return mlx::core::fast::cuda_kernel(")
+    copy = engine_copy(tmp_path, joined)
+    code, out, err = run(capsys, copy, "port", "rocm", "gumbel")
+    assert code == 2 and out == ""
+    assert "expected `case ...::Cuda:` on the line before the factory call" in err and err.count("\n") == 1
+
+
+def test_refusals_name_the_reason(tmp_path, capsys):
+    copy = engine_copy(tmp_path)
+    code, _, err = run(capsys, copy, "port", "rocm", "top_k")
+    assert code == 2 and "top_k has no CUDA port to generate the ROCm port from" in err
+    code, _, err = run(capsys, copy, "port", "rocm", "nope")
+    assert code == 2 and "no kernel named 'nope'" in err
+    drift = engine_copy(tmp_path / "drift", Mutation("registry.yaml", "      cuda: get_gumbel_kernel_cuda\n", "      cuda: null\n"))
+    code, _, err = run(capsys, drift, "port", "rocm", "sdpa_exact")
+    assert code == 2 and "already differs from the code" in err and "run `kernel-ports sync` first" in err
+
+
+def test_rename_tables_round_trip_code_and_leave_comments():
+    body = "  v += __shfl_down_sync(0xffffffff, v, 8);  // __shfl_down_sync\n  __syncwarp();\n"
+    hip, applied = apply_renames(body, CUDA_TO_HIP)
+    assert hip == "  v += __shfl_down(v, 8);  // __shfl_down_sync\n  __builtin_amdgcn_wave_barrier();\n"
+    assert [(a.old, a.new, a.line) for a in applied] == [("__shfl_down_sync", "__shfl_down", 1),
+                                                          ("__syncwarp", "__builtin_amdgcn_wave_barrier", 2)]
+    back, _ = apply_renames(hip, HIP_TO_CUDA)
+    assert back == body
