@@ -164,3 +164,54 @@ def test_rename_tables_round_trip_code_and_leave_comments():
                                                           ("__syncwarp", "__builtin_amdgcn_wave_barrier", 2)]
     back, _ = apply_renames(hip, HIP_TO_CUDA)
     assert back == body
+
+
+SWIGLU_CUDA_BODY = '''constexpr const char* SWIGLU_CUDA_SOURCE = R"(
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= SIZE) {
+    return;
+  }
+  const float g = static_cast<float>(gate[i]);
+  const float silu = g / (1.0f + expf(-g));
+  out[i] = static_cast<T>(silu * static_cast<float>(up[i]));
+)";
+
+'''
+SWIGLU_CUDA_HOLDER = '''KernelHolder& get_swiglu_kernel_cuda() {
+  static KernelHolder holder([] {
+    return mlx::core::fast::cuda_kernel("mlxcel_swiglu", {"gate", "up"}, {"out"}, SWIGLU_CUDA_SOURCE);
+  });
+  return holder;
+}
+
+'''
+# swiglu as a Metal + ROCm kernel whose HIP body exchanges a value between lanes
+METAL_AND_ROCM_ONLY = (
+    Mutation("src/lib/mlx-cpp/turbo/activations.cpp", SWIGLU_CUDA_BODY, ""),
+    Mutation("src/lib/mlx-cpp/turbo/activations.cpp", SWIGLU_CUDA_HOLDER, ""),
+    Mutation("src/lib/mlx-cpp/turbo/activations.cpp",
+             "      .cuda = +[]() -> mlx::core::fast::CustomKernelFunction& { return get_swiglu_kernel_cuda().get(); },\n", ""),
+    Mutation("registry.yaml", "      cuda: get_swiglu_kernel_cuda\n", "      cuda: null\n"),
+    Mutation("src/lib/mlx-cpp/turbo/activations_hip.h", "  const float g = static_cast<float>(gate[i]);\n",
+             "  const float g = static_cast<float>(gate[i]) + 0.0f * __shfl_xor(1.0f, 1);\n"),
+)
+
+
+@needs_gxx
+def test_port_cuda_from_a_rocm_port(tmp_path, capsys):
+    copy = engine_copy(tmp_path, *METAL_AND_ROCM_ONLY)
+    assert run(capsys, copy, "check")[0] == 0
+    code, out, err = run(capsys, copy, "port", "cuda", "swiglu", "--write")
+    assert code == 0, err
+    assert "rename in SWIGLU_HIP_SOURCE: __shfl_xor -> __shfl_xor_sync" in err
+    launcher = (copy.root / "src/lib/mlx-cpp/turbo/activations.cpp").read_text(encoding="utf-8")
+    assert "+ 0.0f * __shfl_xor_sync(0xffffffff, 1.0f, 1);" in launcher
+    # the CUDA holder is not behind the ROCm guard, and the slot keeps designator order
+    assert launcher.index("KernelHolder& get_swiglu_kernel_cuda()") < launcher.index("#ifdef MLXCEL_BRIDGE_ROCM_BACKEND")
+    assert launcher.index(".cuda = +[]") < launcher.index(".rocm = +[]")
+    assert run(capsys, copy, "check")[0] == 0
+    assert run(capsys, copy, "sync", "--check")[0] == 0
+    for configuration in sorted(sample.CONFIGURATIONS):
+        cmd = ["g++", *compile_flags(configuration, "stubs", copy.root), str(copy.root / "src/lib/mlx-cpp/turbo/activations.cpp")]
+        result = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        assert result.returncode == 0, result.stderr

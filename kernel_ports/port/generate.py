@@ -333,7 +333,11 @@ def _plan_code(plan, registry, root, index, ck, table, slot, fc, guard, blocks) 
     if not names["templated"]:
         at, clone = shape.cloned_accessor(acc_edit.original, acc, fc if direct else None, names, source, target,
                                           f"{acc.loc.path}:{acc.loc.line}")
-        acc_edit.insert(at, "\n" + guard.wrap(clone))
+        if shape.SLOT_ORDER.index(target) > shape.SLOT_ORDER.index(source):
+            acc_edit.insert(at, "\n" + guard.wrap(clone))
+        else:  # ahead of the source's accessor and of the guard around it
+            acc_at = offset_of(acc_edit.original, acc.loc.line, acc.loc.column)
+            acc_edit.insert(_guard_line_before(acc_edit.original, acc_at), guard.wrap(clone) + "\n")
     if not direct:
         helper_edit = plan.edit(root, fc.loc.path)
         helper_edit.insert(*shape.helper_case(helper_edit.original, fc, names, guard, source, target,

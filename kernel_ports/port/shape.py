@@ -144,7 +144,10 @@ def helper_case(text: str, fc, names: dict, guard: Guard, source: str, target: s
     s, e, new = retarget_call(text, call_at, names, where)
     stmt = text[stmt_start:s] + new + text[e:stmt_end]
     arm = m.group(1) + ENUMERATOR[target] + m.group(2) + stmt
-    return stmt_end, guard.wrap(arm)
+    if SLOT_ORDER.index(target) > SLOT_ORDER.index(source):
+        return stmt_end, guard.wrap(arm)
+    before = line_start(text, max(0, prev_start - 1))  # ahead of the source's arm and of a guard around it
+    return (before if prev_start and text[before:prev_start].lstrip().startswith("#if") else prev_start), guard.wrap(arm)
 
 
 def slot_insert(text: str, table_text_span: tuple, slot, names: dict, guard: Guard, source: str, target: str,
