@@ -56,6 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     _common(matrix)
     matrix.add_argument("--format", choices=("markdown", "html", "json"), default="markdown")
     matrix.add_argument("--output", default=None)
+    matrix.add_argument("--link-template", default=None, metavar="URL",
+                        help="html: link file:line through this URL, e.g. https://github.com/o/r/blob/main/{path}#L{line}")
 
     status = sub.add_parser("status", help="per-kernel checklist for adding a backend's ports")
     _common(status)
@@ -184,8 +186,28 @@ def _index(args):
 def cmd_matrix(args) -> int:
     from kernel_ports.coverage import matrix_rows, render_matrix
 
+    if args.link_template is not None and (args.format != "html" or "{path}" not in args.link_template):
+        raise UsageError("kernel-ports: --link-template needs --format html and a {path} (and optionally {line}) in the URL")
+    if args.format == "html":
+        return _dashboard(args)
     registry, index = _index(args)
     write_output(render_matrix(matrix_rows(registry, index), args.format), args.output)
+    return EXIT_CLEAN
+
+
+def _dashboard(args) -> int:
+    from kernel_ports.coverage import matrix_rows, rocm_checklist
+    from kernel_ports.dashboard import render_dashboard
+    from kernel_ports.findings import Policy
+    from kernel_ports.project import analyze
+
+    _check_run_args(args)
+    registry = _load(args)
+    result = analyze(registry, _options(args, Policy(severity=registry.severity)))
+    rows = matrix_rows(registry, result.index)
+    page = render_dashboard(rows, rocm_checklist(registry, result.index, result.findings), result.findings,
+                            result.summary, args.link_template)
+    write_output(page, args.output)
     return EXIT_CLEAN
 
 

@@ -8,7 +8,6 @@ rules that judge an item, so the checklist can never disagree with `check`.
 
 from __future__ import annotations
 
-import html
 import json
 from dataclasses import asdict, dataclass, field, replace
 
@@ -67,6 +66,7 @@ def matrix_rows(registry, index) -> list[KernelRow]:
 
 
 def render_matrix(rows: list[KernelRow], fmt: str) -> str:
+    """markdown or json; the html page is `kernel_ports.dashboard`."""
     if fmt == "json":
         return json.dumps({"version": 1, "backends": list(BACKENDS), "kernels": [asdict(r) for r in rows]}, indent=2) + "\n"
     header = ["kernel", "table", *BACKENDS, "any-wave", "predicates", "dispatch sites"]
@@ -82,10 +82,6 @@ def render_matrix(rows: list[KernelRow], fmt: str) -> str:
         status = status if r.in_code else " (not in code)"
         return [r.kernel + status, r.table, *ports, "yes" if r.rocm_any_wave_size else "no", ", ".join(r.predicates) or "—", "; ".join(r.dispatch_sites) or "—"]
 
-    if fmt == "html":
-        head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells(r)) + "</tr>\n" for r in rows)
-        return f"<!doctype html>\n<meta charset=\"utf-8\">\n<title>kernel ports</title>\n<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}</tbody>\n</table>\n"
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(c.replace("|", "\\|") for c in cells(r)) + " |" for r in rows]
     totals = {b: sum(bool(r.ports[b]) for r in rows) for b in BACKENDS}
