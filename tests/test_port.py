@@ -215,3 +215,51 @@ def test_port_cuda_from_a_rocm_port(tmp_path, capsys):
         cmd = ["g++", *compile_flags(configuration, "stubs", copy.root), str(copy.root / "src/lib/mlx-cpp/turbo/activations.cpp")]
         result = subprocess.run(cmd, capture_output=True, text=True, check=False)
         assert result.returncode == 0, result.stderr
+
+
+SDPA_EXACT_CUDA_HOLDER = '''KernelHolder& get_sdpa_exact_kernel_cuda() {
+  static KernelHolder holder([] {
+    return mlx::core::fast::cuda_kernel("mlxcel_sdpa_exact", {"q", "k", "v", "scale"}, {"out"}, SDPA_EXACT_CUDA_SOURCE);
+  });
+  return holder;
+}
+'''
+SDPA_EXACT_CUDA_HOLDER_TYPE = '''// A holder type of its own, built under std::call_once in its get().
+struct SdpaExactKernelCuda {
+  std::once_flag once;
+  std::optional<mlx::core::fast::CustomKernelFunction> kernel;
+
+  mlx::core::fast::CustomKernelFunction& get() {
+    std::call_once(once, [this] {
+      kernel = mlx::core::fast::cuda_kernel(
+          "mlxcel_sdpa_exact", {"q", "k", "v", "scale"}, {"out"}, std::string(SDPA_EXACT_CUDA_SOURCE));
+    });
+    return *kernel;
+  }
+};
+
+SdpaExactKernelCuda& get_sdpa_exact_kernel_cuda() {
+  static SdpaExactKernelCuda holder;
+  return holder;
+}
+'''
+
+
+@needs_gxx
+def test_port_clones_a_holder_type(tmp_path, capsys):
+    copy = engine_copy(tmp_path, Mutation("src/lib/mlx-cpp/turbo/attention.cpp", SDPA_EXACT_CUDA_HOLDER,
+                                          SDPA_EXACT_CUDA_HOLDER_TYPE))
+    assert run(capsys, copy, "check")[0] == 0
+    code, _, err = run(capsys, copy, "port", "rocm", "sdpa_exact", "--write")
+    assert code == 0, err
+    launcher = (copy.root / "src/lib/mlx-cpp/turbo/attention.cpp").read_text(encoding="utf-8")
+    assert "#ifdef MLXCEL_BRIDGE_ROCM_BACKEND\nstruct SdpaExactKernelHip {" in launcher
+    assert 'kernel = mlx::core::fast::hip_kernel(\n          "mlxcel_sdpa_exact"' in launcher
+    assert "std::string(SDPA_EXACT_HIP_SOURCE)" in launcher
+    assert "SdpaExactKernelHip& get_sdpa_exact_kernel_hip() {\n  static SdpaExactKernelHip holder;" in launcher
+    assert run(capsys, copy, "check")[0] == 0
+    assert run(capsys, copy, "sync", "--check")[0] == 0
+    for configuration in sorted(sample.CONFIGURATIONS):
+        cmd = ["g++", *compile_flags(configuration, "stubs", copy.root), str(copy.root / "src/lib/mlx-cpp/turbo/attention.cpp")]
+        result = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        assert result.returncode == 0, result.stderr

@@ -127,7 +127,7 @@ def _body_constant(index, fc, which: str, where: str):
     written = fc.source_text if which == "source" else fc.header_text
     if which == "header" and not written:
         return None
-    if len(names) != 1 or written.strip() != names[0]:
+    if len(names) != 1 or len(re.findall(r"\b" + re.escape(names[0]) + r"\b", written)) != 1:
         raise PortError(f"kernel-ports: port: {where}: the factory's {which} argument {written!r} is not one named "
                         "constant; port it by hand")
     defs = index.hip_source(names[0])
@@ -317,8 +317,9 @@ def _plan_code(plan, registry, root, index, ck, table, slot, fc, guard, blocks) 
     acc = next((a for a in index.accessors if a.name == slot.accessor), None)
     if acc is None or acc.loc is None:
         raise AnchorError(f"{ck.file}: the accessor {slot.accessor} of the .{source} slot has no known definition")
-    direct = fc.enclosing_function == acc.function
     acc_edit = plan.edit(root, acc.loc.path)
+    holder = _holder_type(plan, slot, fc, acc_edit.original, source, target)
+    direct = fc.enclosing_function == acc.function or holder is not None
     if target == "rocm":
         header = place_header(plan, root, ck, blocks, _namespace(table.qualified_name))
         include_dirs = tuple(_rel_dir(d, root) for d in registry.compile.include_dirs)
@@ -333,6 +334,8 @@ def _plan_code(plan, registry, root, index, ck, table, slot, fc, guard, blocks) 
     if not names["templated"]:
         at, clone = shape.cloned_accessor(acc_edit.original, acc, fc if direct else None, names, source, target,
                                           f"{acc.loc.path}:{acc.loc.line}")
+        if holder is not None:
+            clone = holder + "\n" + clone
         if shape.SLOT_ORDER.index(target) > shape.SLOT_ORDER.index(source):
             acc_edit.insert(at, "\n" + guard.wrap(clone))
         else:  # ahead of the source's accessor and of the guard around it
@@ -352,8 +355,45 @@ def _plan_code(plan, registry, root, index, ck, table, slot, fc, guard, blocks) 
         slot_line = text[shape.line_start(text, offset_of(text, slot.loc.line, slot.loc.column)):]
         indent = slot_line[: len(slot_line) - len(slot_line.lstrip())]
         comment = _wave_comment(plan, plan.lane_ops)
-        table_edit.insert(*shape.any_wave_insert(text, span, inserts[-1][0], indent, comment,
-                                                 f"{table.loc.path}:{table.loc.line}"))
+        if _has_wave_mark(registry, index, root, table.loc.path):
+            table_edit.insert(*shape.any_wave_insert(text, span, inserts[-1][0], indent, comment,
+                                                     f"{table.loc.path}:{table.loc.line}"))
+        else:  # this engine's table type has no mark: the decision is a comment on the slot
+            table_edit.insert(inserts[-1][0], f"{indent}// {comment.replace('rocm_any_wave_size stays false', 'wave32 only')}\n")
+
+
+def _holder_type(plan, slot, fc, text: str, source: str, target: str):
+    """The cloned holder type when the source's factory call sits in a holder type's method (else None)."""
+    names = plan.names
+    type_name = shape.short(slot.holder_type or "")
+    step = next((c for c in slot.chain if c.kind == "holder" and c.loc and c.loc.path == fc.loc.path
+                 and c.name.split("::")[-2:-1] == [type_name]), None)
+    if step is None or not type_name or fc.loc.path != slot.loc.path:
+        return None
+    where = f"{fc.loc.path}:{step.loc.line}"
+    span = shape.holder_type_span(text, type_name, offset_of(text, step.loc.line, step.loc.column), where)
+    names["holder_from"] = type_name
+    names["holder_to"] = shape.camel_counterpart(type_name, source, target)
+    return shape.cloned_holder_type(text, span, type_name, fc, names, where)
+
+
+def _has_wave_mark(registry, index, root: Path, path: str) -> bool:
+    """Does the table type (as the launcher sees it) declare rocm_any_wave_size? True when its definition is not found."""
+    import networkx as nx
+
+    name = shape.short(registry.conventions.table_type)
+    seen = {path} | (nx.descendants(index.include_graph, path) if path in index.include_graph else set())
+    head = re.compile(r"\b(?:struct|class)\s+" + re.escape(name) + r"\b[^;{]*\{")
+    for rel in sorted(seen):
+        try:
+            text = (root / rel).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        m = head.search(text)
+        if m:
+            close = shape.matching_brace(text, m.end() - 1)
+            return "rocm_any_wave_size" in text[m.end():close]
+    return True
 
 
 def _rel_dir(d, root: Path) -> str:

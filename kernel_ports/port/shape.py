@@ -99,6 +99,39 @@ def function_span(text: str, name_at: int, where: str) -> tuple:
     return start, line_end(text, close)
 
 
+def camel_counterpart(name: str, source: str, target: str) -> str:
+    """A type name's target-backend spelling: `HolderCuda` -> `HolderHip` (else the target word appended)."""
+    old = {"cuda": ("Cuda", "CUDA"), "rocm": ("Hip", "HIP", "Rocm", "ROCm")}[source]
+    new = {"cuda": "Cuda", "rocm": "Hip"}[target]
+    for word in old:
+        at = name.rfind(word)
+        if at >= 0:
+            return name[:at] + new + name[at + len(word):]
+    return name + new
+
+
+def holder_type_span(text: str, type_name: str, method_at: int, where: str) -> tuple:
+    """(start of the `struct X {` line, end of the line closing it with `};`) for the holder type around method_at."""
+    hits = [m for m in re.finditer(r"\b(?:struct|class)\s+" + re.escape(type_name) + r"\b", text[:method_at])]
+    if not hits:
+        raise AnchorError(f"{where}: no definition of the holder type {type_name} before its get()")
+    brace = scan_to(text, hits[-1].end(), "{")
+    close = matching_brace(text, brace) if brace >= 0 else -1
+    if close < method_at:
+        raise AnchorError(f"{where}: the holder type {type_name} does not enclose its get()")
+    return line_start(text, hits[-1].start()), line_end(text, close)
+
+
+def cloned_holder_type(text: str, span: tuple, type_name: str, fc, names: dict, where: str) -> str:
+    """The holder type for the target: renamed, its factory call retargeted."""
+    call_at = offset_of(text, fc.loc.line, fc.loc.column)
+    if not span[0] <= call_at < span[1]:
+        raise AnchorError(f"{where}: the factory call at line {fc.loc.line} is not inside {type_name}")
+    s, e, new = retarget_call(text, call_at, names, where)
+    clone = text[span[0]:s] + new + text[e:span[1]]
+    return replace_word(clone, type_name, names["holder_to"])
+
+
 def cloned_accessor(text: str, acc, fc, names: dict, source: str, target: str, where: str) -> tuple:
     """(insert offset, text): the accessor and its holder for the target, after the source's accessor."""
     at = offset_of(text, acc.loc.line, acc.loc.column)
@@ -107,6 +140,9 @@ def cloned_accessor(text: str, acc, fc, names: dict, source: str, target: str, w
     start, end = function_span(text, at, where)
     pieces = []  # (start, end, new) in file offsets
     pieces.append((at, at + len(old_name), names["accessor_to"]))
+    if names.get("holder_from"):  # the holder type builds the kernel; the accessor only names the type
+        clone = text[start:at] + names["accessor_to"] + text[at + len(old_name):end]
+        return end, replace_word(clone, names["holder_from"], names["holder_to"])
     if fc is not None:  # the factory call is in the accessor itself
         call_at = offset_of(text, fc.loc.line, fc.loc.column)
         if not start <= call_at < end:
