@@ -46,6 +46,14 @@ def compile_flags(configuration: str, header_set: str, root) -> list:
     return [f.replace(str(sample.ENGINE), str(root)) for f in flags]
 
 
+def compiles_everywhere(copy, unit: str) -> None:
+    """One translation unit of a copy compiles against the stubs in every build configuration."""
+    for configuration in sorted(sample.CONFIGURATIONS):
+        cmd = ["g++", *compile_flags(configuration, "stubs", copy.root), str(copy.root / unit)]
+        result = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        assert result.returncode == 0, f"{configuration}: {result.stderr}"
+
+
 @pytest.fixture(scope="module")
 def ported(tmp_path_factory):
     """A copy of the sample engine with every kernel that has a CUDA port and no ROCm port ported to ROCm."""
@@ -157,7 +165,7 @@ def test_refusals_name_the_reason(tmp_path, capsys):
 
 
 def test_rename_tables_round_trip_code_and_leave_comments():
-    body = "  v += __shfl_down_sync(0xffffffff, v, 8);  // __shfl_down_sync\n  __syncwarp();\n"
+    body = "  v += __shfl_down_sync(0xffffffff, v, 8);  // __shfl_down_sync\n  __syncwarp(0xffffffff);\n"
     hip, applied = apply_renames(body, CUDA_TO_HIP)
     assert hip == "  v += __shfl_down(v, 8);  // __shfl_down_sync\n  __builtin_amdgcn_wave_barrier();\n"
     assert [(a.old, a.new, a.line) for a in applied] == [("__shfl_down_sync", "__shfl_down", 1),
@@ -211,10 +219,7 @@ def test_port_cuda_from_a_rocm_port(tmp_path, capsys):
     assert launcher.index(".cuda = +[]") < launcher.index(".rocm = +[]")
     assert run(capsys, copy, "check")[0] == 0
     assert run(capsys, copy, "sync", "--check")[0] == 0
-    for configuration in sorted(sample.CONFIGURATIONS):
-        cmd = ["g++", *compile_flags(configuration, "stubs", copy.root), str(copy.root / "src/lib/mlx-cpp/turbo/activations.cpp")]
-        result = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        assert result.returncode == 0, result.stderr
+    compiles_everywhere(copy, "src/lib/mlx-cpp/turbo/activations.cpp")
 
 
 SDPA_EXACT_CUDA_HOLDER = '''KernelHolder& get_sdpa_exact_kernel_cuda() {
@@ -259,7 +264,4 @@ def test_port_clones_a_holder_type(tmp_path, capsys):
     assert "SdpaExactKernelHip& get_sdpa_exact_kernel_hip() {\n  static SdpaExactKernelHip holder;" in launcher
     assert run(capsys, copy, "check")[0] == 0
     assert run(capsys, copy, "sync", "--check")[0] == 0
-    for configuration in sorted(sample.CONFIGURATIONS):
-        cmd = ["g++", *compile_flags(configuration, "stubs", copy.root), str(copy.root / "src/lib/mlx-cpp/turbo/attention.cpp")]
-        result = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        assert result.returncode == 0, result.stderr
+    compiles_everywhere(copy, "src/lib/mlx-cpp/turbo/attention.cpp")

@@ -49,18 +49,16 @@ CUDA_TO_HIP: tuple[Rename, ...] = (
     Rename("__nv_bfloat16", "__hip_bfloat16", why="HIP's bfloat16 type"),
 )
 
+
+
+def _reverse(r: Rename) -> Rename:
+    """The HIP -> CUDA entry of a CUDA -> HIP one: a dropped mask comes back as the full 32-lane mask."""
+    return Rename(r.new, r.old, add_first_argument=_FULL if r.drop_first_argument else "",
+                  why="CUDA takes the participation mask; all 32 lanes" if r.drop_first_argument else "CUDA's spelling")
+
+
 # HIP device code -> CUDA device code (`port cuda`).
-HIP_TO_CUDA: tuple[Rename, ...] = (
-    Rename("__shfl", "__shfl_sync", add_first_argument=_FULL, why="CUDA shuffles take a mask; all 32 lanes"),
-    Rename("__shfl_xor", "__shfl_xor_sync", add_first_argument=_FULL, why="CUDA shuffles take a mask; all 32 lanes"),
-    Rename("__shfl_up", "__shfl_up_sync", add_first_argument=_FULL, why="CUDA shuffles take a mask; all 32 lanes"),
-    Rename("__shfl_down", "__shfl_down_sync", add_first_argument=_FULL, why="CUDA shuffles take a mask; all 32 lanes"),
-    Rename("__ballot", "__ballot_sync", add_first_argument=_FULL, why="CUDA votes take a mask; the result is 32-bit"),
-    Rename("__any", "__any_sync", add_first_argument=_FULL, why="CUDA votes take a mask"),
-    Rename("__all", "__all_sync", add_first_argument=_FULL, why="CUDA votes take a mask"),
-    Rename("__builtin_amdgcn_wave_barrier", "__syncwarp", why="the CUDA warp barrier"),
-    Rename("__hip_bfloat16", "__nv_bfloat16", why="CUDA's bfloat16 type"),
-)
+HIP_TO_CUDA: tuple[Rename, ...] = tuple(_reverse(r) for r in CUDA_TO_HIP)
 
 # Names with no counterpart on the other side: a body using one is refused.
 HIP_ONLY_PREFIXES = ("__builtin_amdgcn_", "__lane_id", "__lanemask")
