@@ -151,5 +151,8 @@ def _create(target: Path, text: str) -> None:
             os.link(tmp, target)
         except FileExistsError:
             raise PortError(f"kernel-ports: port: {target} exists; it is never overwritten") from None
+        except OSError:  # a file system without hard links: exclusive creation still never replaces
+            with open(target, "x", encoding="utf-8") as fh:
+                fh.write(text)
     finally:
         os.unlink(tmp)

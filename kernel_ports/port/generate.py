@@ -136,7 +136,7 @@ def _body_constant(index, fc, which: str, where: str):
     return defs[0]
 
 
-def _names(plan, ck, slot, fc, consts, index, registry) -> dict:
+def _names(plan, ck, slot, consts, index, registry) -> dict:
     source, target = plan.source, plan.target
     acc_short = shape.short(slot.accessor_function or slot.accessor or "")
     templated = "<" in (slot.accessor or "")
@@ -202,7 +202,7 @@ def _wave_comment(plan, lane_ops: list) -> str:
 
 
 
-def plan_bodies(plan: Plan, registry, root: Path, consts: dict, index) -> tuple:
+def plan_bodies(plan: Plan, registry, root: Path, consts: dict) -> list:
     """[(new name, comment lines, declaration, [(lane op, body line)])]: the target's body constants, renamed."""
     table = table_for(plan.source, plan.target)
     tag = "hip" if plan.target == "rocm" else "cuda"
@@ -301,11 +301,11 @@ def plan_port(registry, index, kernel_name: str, target: str) -> Plan:
     consts = {"source": _body_constant(index, fc, "source", where), "header": _body_constant(index, fc, "header", where)}
     guard = target_guard(registry, index, target)
     plan.configuration = guard.configuration
-    plan.names = _names(plan, ck, slot, fc, consts, index, registry)
+    plan.names = _names(plan, ck, slot, consts, index, registry)
     plan.constant = plan.names["constants"][consts["source"].name]
     plan.accessor = plan.names["slot_to"]
     try:
-        blocks = plan_bodies(plan, registry, root, consts, index)
+        blocks = plan_bodies(plan, registry, root, consts)
         _plan_code(plan, registry, root, index, ck, table, slot, fc, guard, blocks)
     except (AnchorError, RenameError) as exc:
         raise PortError(f"kernel-ports: port: {exc}") from None
