@@ -265,3 +265,39 @@ def test_port_clones_a_holder_type(tmp_path, capsys):
     assert run(capsys, copy, "check")[0] == 0
     assert run(capsys, copy, "sync", "--check")[0] == 0
     compiles_everywhere(copy, "src/lib/mlx-cpp/turbo/attention.cpp")
+
+
+KV_WRITE_ROCM_CASE = '''#ifdef MLXCEL_BRIDGE_ROCM_BACKEND
+    case GpuKernelBackend::Rocm:
+      return mlx::core::fast::hip_kernel("mlxcel_kv_write", {"cache", "values", "offset"}, {"out"}, KV_WRITE_HIP_SOURCE);
+#endif
+'''
+KV_WRITE_ROCM_SLOT = '''#ifdef MLXCEL_BRIDGE_ROCM_BACKEND
+      .rocm = +[]() -> mlx::core::fast::CustomKernelFunction& { return get_kv_write_kernel<GpuKernelBackend::Rocm>().get(); },
+#endif
+'''
+# kv_write without its ROCm port: the holder template and its factory's switch stay, the Rocm arm and slot go
+KV_WRITE_WITHOUT_ROCM = (
+    Mutation("src/lib/mlx-cpp/turbo/kv_cache.cpp", KV_WRITE_ROCM_CASE, ""),
+    Mutation("src/lib/mlx-cpp/turbo/kv_cache.cpp", KV_WRITE_ROCM_SLOT + "      .rocm_any_wave_size = true,\n",
+             "      .rocm_any_wave_size = false,\n"),
+    Mutation("src/lib/mlx-cpp/turbo/kv_cache.cpp", '#include "turbo/kv_cache_hip.h"\n', ""),
+    Mutation("registry.yaml", "      rocm: get_kv_write_kernel<GpuKernelBackend::Rocm>\n    rocm_any_wave_size: true\n"
+             "    hip_source: KV_WRITE_HIP_SOURCE  # two concatenated raw literals\n",
+             "      rocm: null\n    rocm_any_wave_size: false\n    hip_source: null\n"),
+)
+
+
+@needs_gxx
+def test_port_of_a_holder_templated_on_the_backend(tmp_path, capsys):
+    copy = engine_copy(tmp_path, *KV_WRITE_WITHOUT_ROCM)
+    (copy.root / "src/lib/mlx-cpp/turbo/kv_cache_hip.h").unlink()
+    assert run(capsys, copy, "check")[0] == 0
+    code, _, err = run(capsys, copy, "port", "rocm", "kv_write", "--write")
+    assert code == 0, err
+    launcher = (copy.root / "src/lib/mlx-cpp/turbo/kv_cache.cpp").read_text(encoding="utf-8")
+    assert KV_WRITE_ROCM_CASE in launcher and KV_WRITE_ROCM_SLOT in launcher  # as the engine wrote them by hand
+    assert "get_kv_write_kernel_hip" not in launcher  # the template serves the new backend: no new accessor
+    assert run(capsys, copy, "check")[0] == 0
+    assert run(capsys, copy, "sync", "--check")[0] == 0
+    compiles_everywhere(copy, "src/lib/mlx-cpp/turbo/kv_cache.cpp")
