@@ -301,3 +301,15 @@ def test_port_of_a_holder_templated_on_the_backend(tmp_path, capsys):
     assert run(capsys, copy, "check")[0] == 0
     assert run(capsys, copy, "sync", "--check")[0] == 0
     compiles_everywhere(copy, "src/lib/mlx-cpp/turbo/kv_cache.cpp")
+
+
+def test_a_new_file_never_replaces_an_existing_one(tmp_path):
+    from kernel_ports.port.apply import _create
+    from kernel_ports.port.generate import PortError
+
+    target = tmp_path / "x_hip.h"
+    _create(target, "one\n")
+    with pytest.raises(PortError, match="never overwritten"):
+        _create(target, "two\n")
+    assert target.read_text(encoding="utf-8") == "one\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x_hip.h"]  # no temporary left behind
