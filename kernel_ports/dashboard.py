@@ -202,6 +202,7 @@ def render_dashboard(rows, checklist: dict, findings, summary: dict, link_templa
     others = [f for f in findings if id(f) not in claimed]
     sections = "".join(_kernel_section(r, checklist.get(r.kernel, []), _own_findings(r, findings), links) for r in rows)
     if others:
+        meta += f' · <a href="#other-findings">{len(others)} finding(s) outside the kernels\' files</a>'
         sections += ('<section class="kernel" id="other-findings"><h2>Other findings</h2><ul class="findings">'
                      + "".join(f'<li class="sev-{_e(f.severity)}">{links.a(f.path, f.line)} {_e(f.message)} [{_e(f.rule)}]</li>'
                                for f in others) + "</ul></section>")
