@@ -56,12 +56,20 @@ def build_parser() -> argparse.ArgumentParser:
     _common(matrix)
     matrix.add_argument("--format", choices=("markdown", "html", "json"), default="markdown")
     matrix.add_argument("--output", default=None)
+    matrix.add_argument("--link-template", default=None, metavar="URL",
+                        help="html: link file:line through this URL, e.g. https://github.com/o/r/blob/main/{path}#L{line}")
 
     status = sub.add_parser("status", help="per-kernel checklist for adding a backend's ports")
     _common(status)
     status.add_argument("backend", choices=("rocm",), help="the backend being ported to")
     status.add_argument("--format", choices=("text", "json"), default="text")
     status.add_argument("--output", default=None)
+
+    port = sub.add_parser("port", help="generate a kernel's port for a backend from its port for another")
+    _common(port)
+    port.add_argument("backend", choices=("rocm", "cuda"), help="the backend to generate the port for (rocm from cuda, cuda from rocm)")
+    port.add_argument("kernel", help="the registry's kernel name")
+    port.add_argument("--write", action="store_true", help="write the files and the registry (default: print a unified diff)")
 
     init = sub.add_parser("init", help="write a registry for a tree that has none")
     init.add_argument("--root", required=True, help="source tree to describe")
@@ -178,8 +186,28 @@ def _index(args):
 def cmd_matrix(args) -> int:
     from kernel_ports.coverage import matrix_rows, render_matrix
 
+    if args.link_template is not None and (args.format != "html" or "{path}" not in args.link_template):
+        raise UsageError("kernel-ports: --link-template needs --format html and a {path} (and optionally {line}) in the URL")
+    if args.format == "html":
+        return _dashboard(args)
     registry, index = _index(args)
     write_output(render_matrix(matrix_rows(registry, index), args.format), args.output)
+    return EXIT_CLEAN
+
+
+def _dashboard(args) -> int:
+    from kernel_ports.coverage import matrix_rows, rocm_checklist
+    from kernel_ports.dashboard import render_dashboard
+    from kernel_ports.findings import Policy
+    from kernel_ports.project import analyze
+
+    _check_run_args(args)
+    registry = _load(args)
+    result = analyze(registry, _options(args, Policy(severity=registry.severity)))
+    rows = matrix_rows(registry, result.index)
+    page = render_dashboard(rows, rocm_checklist(registry, result.index, result.findings), result.findings,
+                            result.summary, args.link_template)
+    write_output(page, args.output)
     return EXIT_CLEAN
 
 
@@ -193,6 +221,28 @@ def cmd_status(args) -> int:
     result = analyze(registry, _options(args, Policy(severity=registry.severity)))
     checklist = rocm_checklist(registry, result.index, result.findings)
     write_output(render_checklist(checklist, args.format), args.output)
+    return EXIT_CLEAN
+
+
+def cmd_port(args) -> int:
+    from kernel_ports.port.apply import run_port, write_port
+    from kernel_ports.port.generate import PortError
+
+    _check_run_args(args)
+    registry = _load(args)
+    try:
+        outcome = run_port(registry, args.kernel, args.backend, _options(args))
+        for line in outcome.summary():
+            print(f"kernel-ports: port: {line}", file=sys.stderr)
+        if not args.write:
+            sys.stdout.write(outcome.diff(registry.root, registry.path))
+            return EXIT_CLEAN
+        for line in write_port(outcome, registry):
+            print(f"kernel-ports: port: {line}", file=sys.stderr)
+    except PortError as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise UsageError(f"kernel-ports: port: cannot write: {exc}") from None
     return EXIT_CLEAN
 
 
@@ -294,6 +344,7 @@ COMMANDS = {
     "sync": cmd_sync,
     "matrix": cmd_matrix,
     "status": cmd_status,
+    "port": cmd_port,
     "explain": cmd_explain,
 }
 
