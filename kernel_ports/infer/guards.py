@@ -83,13 +83,18 @@ def condition_atoms(node):
 def _branch_children(node):
     """(children of the branch taken when the test holds, the alternative node or None)."""
     alt = node.child_by_field_name("alternative")
-    skip = {id(alt)} if alt is not None else set()
+    skip = {_key(alt)} if alt is not None else set()
     for name in ("name", "condition"):
         c = node.child_by_field_name(name)
         if c is not None:
-            skip.add(id(c))
-    body = [c for c in node.named_children if id(c) not in skip and c.type != "comment"]
+            skip.add(_key(c))
+    body = [c for c in node.named_children if _key(c) not in skip and c.type != "comment"]
     return body, alt
+
+
+def _key(node) -> tuple:
+    """A node's identity (tree-sitter makes a new wrapper object at every access)."""
+    return node.start_byte, node.end_byte, node.type
 
 
 def _ifdef_atoms(node):
