@@ -10,8 +10,9 @@ Clang front end needs and a tree without its build does not say:
 * parse defines (:mod:`.defines`): empty definitions for export attributes.
 
 Each inferred value carries the reason it was chosen; `init` prints them and
-writes them into the registry as comments. A flag given for a kind of value
-(`--include-dir`, `--config`, `--define`) replaces the inference of that kind.
+writes them into the registry as comments. `--config` and `--define` replace
+the inference of their kind; `--include-dir` folders are kept first, and only
+includes they do not resolve make init add folders of the tree.
 """
 
 from __future__ import annotations
@@ -105,8 +106,7 @@ def infer_build(root: Path, files, names, *, given_include_dirs=(), given_config
     if compile_commands is None:
         out.compile_commands = find_compile_commands(root)
         compile_commands = out.compile_commands
-    if not given_include_dirs:
-        _include_dirs(out, root, includes_of, {f.path for f in files}, compile_commands)
+    _include_dirs(out, root, includes_of, {f.path for f in files}, compile_commands, given_include_dirs)
     if not given_configs:
         _configurations(out, constructs)
     if not given_defines:
@@ -139,18 +139,35 @@ def _walk_includes(root):
         stack.extend(node.children)
 
 
-def _include_dirs(out: Inferred, root: Path, includes_of: dict, known: set, compile_commands) -> None:
-    given = []
+def _relative_dirs(root: Path, dirs) -> list:
+    out = []
+    for d in dirs:
+        p = Path(d) if Path(d).is_absolute() else root / d
+        try:
+            out.append(p.resolve().relative_to(root.resolve()).as_posix())
+        except ValueError:
+            continue  # outside the tree: it cannot hold a project header
+    return out
+
+
+def _include_dirs(out: Inferred, root: Path, includes_of: dict, known: set, compile_commands, given_dirs) -> None:
+    given = [("" if g == "." else g) for g in _relative_dirs(root, given_dirs)]
+    outside = [Path(d) for d in given_dirs if Path(d).is_absolute()]
     if compile_commands is not None:
         for d, why in _compile_commands_dirs(Path(compile_commands), root):
             out.include_dirs.append((d, why))
-            given.append(d)
+            if Path(d).is_absolute():
+                outside.append(Path(d))
+            else:
+                given.append(d)
     chosen, missing = infer_include_dirs(includes_of, known, tuple(given))
     out.include_dirs += [(c.path, c.reason()) for c in chosen]
+    missing = {(i, s) for i, s in missing if not any((d / s).is_file() for d in outside)}
     if missing:
         spelled = sorted({s for _, s in missing})
         out.notes.append(f"{len(missing)} quoted include(s) of {len(spelled)} header(s) are in no folder of the tree "
-                         f"(MLX's or other headers from outside it, or generated ones): " + ", ".join(spelled[:6]) + (" ..." if len(spelled) > 6 else ""))
+                         f"(MLX's or other headers from outside it, or generated ones): "
+                         + ", ".join(spelled[:6]) + (" ..." if len(spelled) > 6 else ""))
 
 
 def _configurations(out: Inferred, constructs: list) -> None:

@@ -116,7 +116,9 @@ def _construct(node, names):
         name = callee_name(fn) if fn is not None else None
         if name in names.factories:
             return "factory_call", names.factories[name]
-        if args is not None and sum(1 for c in args.named_children if c.type != "comment") == 9:
+        if args is not None and sum(1 for c in args.named_children if c.type != "comment") == 9 \
+                and fn is not None and fn.type != "qualified_identifier":
+            # a kernel object is a local, member or returned reference; `ns::f(...)` with nine arguments is a function
             return "launch", None
         if name in _ARG_PUSHERS and args is not None and args.named_children:
             first = args.named_children[0]
