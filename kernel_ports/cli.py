@@ -291,9 +291,12 @@ def _sync_baseline(args, registry) -> int:
     from kernel_ports.findings import Policy
     from kernel_ports.sync import SyncError, validate_text, write_atomically
 
-    old, new, added = sync_baseline(registry, _options(args, Policy(severity=registry.severity)),
+    old, new, added, unjudged = sync_baseline(registry, _options(args, Policy(severity=registry.severity)),
                                     args.tracking or default_tracking())
     name = str(registry.path)
+    if unjudged:
+        print(f"kernel-ports: sync: {unjudged} KP901/KP902 finding(s) not recorded: a file or construct the check "
+              "cannot judge is fixed, not exempted", file=sys.stderr)
     if not added:
         print(f"kernel-ports: sync: {name}: no unexempted finding to record", file=sys.stderr)
         return EXIT_CLEAN

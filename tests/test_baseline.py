@@ -106,3 +106,19 @@ def test_an_engine_without_port_tables_is_judged_and_adopts_with_one_init_baseli
     assert {e["rule"] for e in exemptions} == {"KP103", "KP201"}
     assert all(e["tracking"].startswith("baseline of ") for e in exemptions)
     assert kp(capsys, "check", "--registry", reg)[0] == 0
+
+
+def test_unjudgeable_files_and_registry_findings_are_never_baselined(tmp_path):
+    from types import SimpleNamespace
+
+    from kernel_ports.adopt import baseline_exemptions
+    from kernel_ports.findings import Finding
+
+    (tmp_path / "a.cpp").write_text("namespace n {\nstruct S {\n  void m() {\n    f();\n  }\n};\n}\n")
+    registry = SimpleNamespace(root=tmp_path, exemptions=())
+    found = [Finding("KP101", "a.cpp", 4, 5, "x"), Finding("KP101", "a.cpp", 4, 9, "y"),
+             Finding("KP901", "a.cpp", 1, 1, "z"), Finding("KP902", "a.cpp", 4, 5, "w"),
+             Finding("KP401", "registry.yaml", 3, 1, "v"), Finding("KP303", "registry.yaml", 9, 1, "u")]
+    entries = baseline_exemptions(found, registry, {"a.cpp"}, "#7")
+    assert entries == [{"rule": "KP101", "path": "a.cpp", "symbol": "n::S::m",
+                        "reason": "present when the gate was adopted", "tracking": "#7"}]
