@@ -197,14 +197,14 @@ def _verdict(result) -> str:
     return f"{counts['error']} error(s), {counts['warning']} warning(s)" + (f" ({rules})" if rules else "")
 
 
-def check_written(text: str, root, *, jobs: int, use_cache: bool, baseline: bool = False, tracking: str = "") -> tuple:
+def check_written(text: str, root, *, jobs: int, cache_dir=None, baseline: bool = False, tracking: str = "") -> tuple:
     """Run the check once under the registry text: (text, with exemptions added when ``baseline``; stderr lines)."""
     from kernel_ports.findings import Policy
     from kernel_ports.parse_report import parse_quality_lines
     from kernel_ports.project import Options, analyze
 
     registry = _load_text(text, root)
-    options = Options(policy=Policy(severity=registry.severity), jobs=jobs, use_cache=use_cache)
+    options = Options(policy=Policy(severity=registry.severity), jobs=jobs, cache_dir=cache_dir)
     result = analyze(registry, options)
     lines = [f"check with this registry: {_verdict(result)}"]
     lines += parse_quality_lines(registry, result.index)

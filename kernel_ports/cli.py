@@ -224,16 +224,19 @@ def cmd_init(args) -> int:
         test_seams=tuple(args.test_seam) if args.test_seam is not None else None,
         table_type=args.table_type, selector=args.selector, has_port=args.has_port,
         backend_queries=tuple(args.backend_query))
-    try:
-        text, notes = build_init(opts, jobs=args.jobs, use_cache=not args.no_cache)
-    except SyncError as exc:
-        raise UsageError(str(exc)) from None
-    for note in notes:
-        print(f"kernel-ports: init: {note}", file=sys.stderr)
     from kernel_ports.adopt import check_written, default_tracking
 
-    text, lines = check_written(text, Path(args.root).resolve(), jobs=args.jobs, use_cache=not args.no_cache,
-                                baseline=args.baseline, tracking=args.tracking or default_tracking())
+    # --no-cache: nothing from an earlier run is read, but the check init runs reuses init's own parses
+    with tempfile.TemporaryDirectory(prefix="kernel-ports-init-") as private:
+        cache_dir = private if args.no_cache else None
+        try:
+            text, notes = build_init(opts, jobs=args.jobs, use_cache=True, cache_dir=cache_dir)
+        except SyncError as exc:
+            raise UsageError(str(exc)) from None
+        for note in notes:
+            print(f"kernel-ports: init: {note}", file=sys.stderr)
+        text, lines = check_written(text, Path(args.root).resolve(), jobs=args.jobs, cache_dir=cache_dir,
+                                    baseline=args.baseline, tracking=args.tracking or default_tracking())
     for line in lines:
         print(f"kernel-ports: init: {line}", file=sys.stderr)
     if args.output is None:

@@ -15,7 +15,6 @@ import shutil
 import pytest
 import yaml
 
-from kernel_ports import cli
 from kernel_ports.frontend.witness import WitnessNames, cpp_parser
 from kernel_ports.infer.guards import guarded_constructs, required_defines
 from tests.mutate import ENGINE
@@ -23,12 +22,9 @@ from tests.mutate import ENGINE
 
 @pytest.fixture
 def kp(capsys):
-    def kp(*argv):
-        code = cli.main([str(a) for a in argv])
-        out, err = capsys.readouterr()
-        return code, out, err
+    from tests.test_baseline import kp as run
 
-    return kp
+    return lambda *argv: run(capsys, *argv)
 
 
 def test_sample_engine_init_with_no_flags_checks_clean(tmp_path, kp):

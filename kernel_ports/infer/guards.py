@@ -19,7 +19,7 @@ construct is reported as guarded by a condition init could not read.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 DEFINED, TRUE, UNDEFINED = "defined", "true", "undefined"
 _SLOTS = ("metal", "cuda", "rocm")
@@ -35,11 +35,6 @@ class Construct:
     backend: str | None  # the backend a factory call or slot names
     needs: tuple  # ((macro, DEFINED|TRUE|UNDEFINED), ...) of the branches it sits in
     unreadable: str = ""  # text of a condition that could not be read, if any
-
-
-@dataclass
-class GuardReport:
-    constructs: list = field(default_factory=list)  # guarded constructs only
 
 
 def _text(node) -> str:
