@@ -68,5 +68,7 @@ def _specifier_candidates(node, used: dict) -> None:
 
 
 def _use(used: dict, name: str, node) -> None:
-    entry = used.setdefault(name, [node.start_point.row + 1, 0])
+    line = node.start_point.row + 1
+    entry = used.setdefault(name, [line, 0])
+    entry[0] = min(entry[0], line)
     entry[1] += 1
