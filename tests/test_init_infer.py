@@ -162,3 +162,22 @@ def test_explicit_flags_replace_the_inference(tmp_path, kp):
     code, _, err = kp("init", "--root", root, "--output", reg, "--config", "hip=DEMO_ROCM=1")
     assert code == 0, err
     assert yaml.safe_load(reg.read_text())["compile"]["configurations"] == {"default": [], "hip": ["DEMO_ROCM=1"]}
+
+
+def test_include_dirs_of_a_compile_commands_json_in_the_tree_come_first(tmp_path):
+    import json
+
+    from kernel_ports.infer import infer_build
+    from kernel_ports.scope import SourceFile
+
+    (tmp_path / "build").mkdir()
+    (tmp_path / "build" / "compile_commands.json").write_text(json.dumps(
+        [{"directory": str(tmp_path / "build"), "file": "../src/a.cpp", "command": "c++ -I../gen -DX=1 -c ../src/a.cpp"}]))
+    files = [SourceFile("src/a.cpp", tmp_path / "src/a.cpp", b'#include "cfg.h"\n#include "lib/k.h"\n'),
+             SourceFile("gen/cfg.h", tmp_path / "gen/cfg.h", b""),
+             SourceFile("third/lib/k.h", tmp_path / "third/lib/k.h", b"")]
+    out = infer_build(tmp_path, files, NAMES)
+    assert out.compile_commands == tmp_path / "build" / "compile_commands.json"
+    assert [d for d, _ in out.include_dirs] == ["gen", "third"]
+    assert "from compile_commands.json" in out.include_dirs[0][1]
+    assert "resolve only under it" in out.include_dirs[1][1]
