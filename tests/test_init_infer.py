@@ -181,3 +181,14 @@ def test_include_dirs_of_a_compile_commands_json_in_the_tree_come_first(tmp_path
     assert [d for d, _ in out.include_dirs] == ["gen", "third"]
     assert "from compile_commands.json" in out.include_dirs[0][1]
     assert "resolve only under it" in out.include_dirs[1][1]
+
+
+def test_a_guard_the_compiler_defines_is_reported_not_made_a_configuration():
+    from kernel_ports.infer import Inferred, _configurations
+
+    found = _constructs('#ifdef __APPLE__\nauto k = metal_kernel("a", {}, {}, S);\n#endif\n'
+                        '#if defined(USE_CUDA)\nauto c = cuda_kernel("a", {}, {}, S);\n#endif\n')
+    out = Inferred()
+    _configurations(out, found)
+    assert [(n, d) for n, d, _ in out.configurations] == [("cuda", ("USE_CUDA",))]
+    assert "__APPLE__ (reserved for the compiler)" in out.notes[0]

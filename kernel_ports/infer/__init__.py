@@ -181,6 +181,12 @@ def _configurations(out: Inferred, constructs: list) -> None:
         if defs:
             groups.setdefault(defs, []).append(c)
     taken = {"default"}
+    for defs in [d for d in groups if any(_reserved(x) for x in d)]:
+        # `__APPLE__`, `__CUDACC__`, `_WIN32`: the compiler's to define; defining one on this machine would read
+        # another platform's system headers
+        c = groups.pop(defs)[0]
+        out.notes.append(f"{', '.join(defs)} (reserved for the compiler) guards a target construct at {c.path}:{c.line}; "
+                         "no configuration inferred for it")
     for defs, members in sorted(groups.items(), key=lambda g: (-len(g[1]), g[0])):
         backends = sorted({c.backend for c in members if c.backend and c.kind == "factory_call"}) \
             or sorted({c.backend for c in members if c.backend})
@@ -204,6 +210,11 @@ def _configurations(out: Inferred, constructs: list) -> None:
         c = unread[0]
         out.notes.append(f"{len(unread)} target construct(s) sit behind a condition init does not read "
                          f"(first {c.path}:{c.line}: `#if {c.unreadable}`); add a --config for it if a build enables it")
+
+
+def _reserved(define: str) -> bool:
+    name = define.split("=", 1)[0]
+    return name.startswith("__") or (len(name) > 1 and name[0] == "_" and name[1].isupper())
 
 
 def with_inferred(registry, inferred: Inferred):
