@@ -204,10 +204,16 @@ def cmd_status(args) -> int:
     return EXIT_CLEAN
 
 
+def _check_baseline_args(args) -> None:
+    if args.tracking is not None and not args.baseline:
+        raise UsageError("kernel-ports: --tracking is the reference of baseline exemptions; it needs --baseline")
+
+
 def cmd_init(args) -> int:
     from kernel_ports.sync import InitOptions, SyncError, build_init, write_atomically
 
     _check_run_args(args)
+    _check_baseline_args(args)
     if args.output is not None:
         target = Path(args.output)
         if target.is_dir():
@@ -256,6 +262,7 @@ def cmd_sync(args) -> int:
     from kernel_ports.sync import SyncError, compute_sync, validate_text, write_atomically
 
     _check_run_args(args)
+    _check_baseline_args(args)
     registry = _load(args)
     if args.baseline:
         return _sync_baseline(args, registry)

@@ -122,3 +122,8 @@ def test_unjudgeable_files_and_registry_findings_are_never_baselined(tmp_path):
     entries = baseline_exemptions(found, registry, {"a.cpp"}, "#7")
     assert entries == [{"rule": "KP101", "path": "a.cpp", "symbol": "n::S::m",
                         "reason": "present when the gate was adopted", "tracking": "#7"}]
+
+
+def test_tracking_without_baseline_is_a_usage_error(tmp_path, capsys):
+    code, _, err = kp(capsys, "init", "--root", tmp_path, "--tracking", "#1")
+    assert code == 2 and err.count("\n") == 1 and "needs --baseline" in err
