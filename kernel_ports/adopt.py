@@ -110,9 +110,15 @@ def annotate_symbols(findings, registry, only_needed: bool = True) -> list:
         if wanted is None or any(e.rule == f.rule and path_matches(e.path, f.path) for e in wanted):
             need.setdefault(f.path, set()).add(f.line)
     symbols: dict = {}
+    from kernel_ports.scope import MAX_FILE_BYTES
+
     for path, lines in need.items():
+        target = Path(registry.root) / path
         try:
-            data = (Path(registry.root) / path).read_bytes()
+            # findings name files in scope, which scope has judged; the size bound keeps any other path harmless
+            if not target.is_file() or target.stat().st_size > MAX_FILE_BYTES:
+                continue
+            data = target.read_bytes()
         except OSError:
             continue
         symbols[path] = symbols_of_lines(data, lines)
