@@ -192,3 +192,9 @@ def test_a_guard_the_compiler_defines_is_reported_not_made_a_configuration():
     _configurations(out, found)
     assert [(n, d) for n, d, _ in out.configurations] == [("cuda", ("USE_CUDA",))]
     assert "__APPLE__ (reserved for the compiler)" in out.notes[0]
+
+
+def test_a_condition_nested_too_deep_to_read_is_reported_not_a_crash():
+    deep = "(" * 5000 + "defined(X)" + ")" * 5000
+    found = _constructs(f"#if {deep}\nauto k = hip_kernel(\"a\", {{}}, {{}}, S);\n#endif\n")
+    assert found and found[0].unreadable.startswith("((((")

@@ -185,8 +185,8 @@ def _enter_branch(node, needs, unreadable, stack) -> None:
         cond_text = ""
     else:
         cond = node.child_by_field_name("condition")
-        atoms = condition_atoms(cond) if cond is not None else None
-        cond_text = _text(cond) if cond is not None else "?"
+        atoms = _atoms_or_none(cond)
+        cond_text = _text(cond)[:200] if cond is not None else "?"
     body, alt = _branch_children(node)
     if atoms is None:
         taken, taken_unreadable = needs, unreadable or cond_text
@@ -199,6 +199,16 @@ def _enter_branch(node, needs, unreadable, stack) -> None:
             stack.append((alt, needs, unreadable or cond_text or "?"))
         else:
             stack.append((alt, needs + tuple(negated), unreadable))
+
+
+def _atoms_or_none(cond):
+    """condition_atoms, with a condition nested too deep to read (a hostile tree) read as unknown."""
+    if cond is None:
+        return None
+    try:
+        return condition_atoms(cond)
+    except RecursionError:
+        return None
 
 
 def required_defines(needs) -> tuple | None:
@@ -227,7 +237,7 @@ def _directive_atoms(kind: str, rest: str):
     tree = cpp_parser().parse(f"#if {rest}\n#endif\n".encode())
     node = tree.root_node.named_children[0] if tree.root_node.named_children else None
     cond = node.child_by_field_name("condition") if node is not None and node.type == "preproc_if" else None
-    return condition_atoms(cond) if cond is not None else None
+    return _atoms_or_none(cond)
 
 
 def stray_branches(root) -> list:
