@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kernel_ports import parse_summary
+from kernel_ports.adopt import annotate_symbols, untabled_notes
 from kernel_ports.checkers import Context, all_rules
 from kernel_ports.findings import Finding, Policy, apply_policy
 from kernel_ports.scope import resolve_scope
@@ -58,7 +59,7 @@ def analyze(registry, options: Options | None = None) -> Result:
         raw.extend(f for f in rule.check(ctx) if f.rule in rule.codes)
     # Exemptions are judged with the findings (KP401 stale, KP402 invalid).
     rules_run.extend(c for c in ("KP401", "KP402") if options.policy.selected(c))
-    findings = apply_policy(raw, registry, options.policy)
+    findings = apply_policy(annotate_symbols(raw, registry), registry, options.policy)
     summary = make_summary(registry, scope, index, findings, sorted(set(rules_run)))
     return Result(findings, summary, index)
 
@@ -80,7 +81,7 @@ def make_summary(registry, scope, index, findings, rules_run) -> dict:
     )
     headers = getattr(index, "headers", {}) or {}
     errors = parse_summary.parse_errors(index)
-    return {
+    summary = {
         "root": str(registry.root),
         "root_uri": registry.root.resolve().as_uri() + "/",
         "registry": str(registry.path),
@@ -89,5 +90,8 @@ def make_summary(registry, scope, index, findings, rules_run) -> dict:
         "rules_run": rules_run,
         "headers": headers,
         "parse_errors": errors,
-        "notes": parse_summary.notes(headers, errors),
     }
+    notes = parse_summary.notes(headers, errors) + untabled_notes(index, registry)
+    if notes:
+        summary["notes"] = notes
+    return summary
