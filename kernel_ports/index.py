@@ -51,7 +51,7 @@ from typing import Optional
 
 import networkx as nx
 
-from kernel_ports import __version__
+from kernel_ports import __version__, limits
 from kernel_ports.facts import (
     Accessor,
     ChainStep,
@@ -231,8 +231,12 @@ class _Cache:
 # --------------------------------------------------------------------------
 
 
-def _worker_main(conn):
+def _worker_main(conn, memory_mib=0, log_path=None):
     gc.enable()  # the parent pauses it while it builds the index; a worker parses unit after unit and must collect
+    log = limits.StderrLog(log_path) if log_path else None
+    if log is not None:
+        log.attach()
+    limits.apply_memory_limit(memory_mib)
     while True:
         try:
             job = conn.recv()
@@ -247,27 +251,30 @@ def _worker_main(conn):
             else:
                 args, cache_dir, with_stubs = payload
                 out = clang_fe.build_prelude(list(args), Path(cache_dir), with_stubs)
-            conn.send(("ok", out))
+            reply = ("ok", out)
         except BaseException as exc:  # report, keep serving
-            conn.send(("error", f"{type(exc).__name__}: {exc}"))
+            reply = ("error", f"{type(exc).__name__}: {exc}")
+        conn.send(limits.judge_reply(reply, log.since_last() if log is not None else "", memory_mib))
 
 
 class _Pool:
-    def __init__(self, n: int):
+    def __init__(self, n: int, memory_mib: int = 0):
         # fork: no re-import of the caller's __main__, and workers start in
         # milliseconds; the parent never touches libclang, so nothing unsafe is
         # inherited.  Elsewhere spawn.
         method = "fork" if sys.platform.startswith("linux") else "spawn"
         self.ctx = multiprocessing.get_context(method)
         self.n = max(1, n)
+        self.memory_mib = memory_mib
         self.workers: list = []
 
     def _spawn(self):
         parent, child = self.ctx.Pipe()
-        p = self.ctx.Process(target=_worker_main, args=(child,), daemon=True)
+        log = limits.StderrLog.create()
+        p = self.ctx.Process(target=_worker_main, args=(child, self.memory_mib, log.path), daemon=True)
         p.start()
         child.close()
-        return [p, parent, None, None]  # process, conn, job key, started
+        return [p, parent, None, None, log]  # process, conn, job key, started, its standard error
 
     def run(self, jobs: list, timeout: float) -> dict:
         """jobs: [(key, (kind, payload))] -> {key: ("ok", result) | ("error"|"crash"|"timeout", msg)}"""
@@ -299,15 +306,17 @@ class _Pool:
                     try:
                         results[key] = w[1].recv()
                         w[2] = None
+                        if results[key][0] in limits.REPLACE_AFTER:  # its heap is not to be trusted any more
+                            self._replace(i, kill=True)
                         continue
                     except (EOFError, OSError):
                         pass
                 if w[0].sentinel in ready or not w[0].is_alive():
-                    code = w[0].exitcode
-                    results[key] = ("crash", f"the parser crashed (exit code {code})")
+                    w[0].join(timeout=5)
+                    results[key] = limits.judge_death(w[0].exitcode, w[4].since_last(), self.memory_mib)
                     self._replace(i)
                 elif time.monotonic() - w[3] > timeout:
-                    results[key] = ("timeout", f"the parser timed out after {timeout:.0f} s")
+                    results[key] = ("timeout", limits.timeout_detail(timeout))
                     self._replace(i, kill=True)
         return results
 
@@ -316,6 +325,7 @@ class _Pool:
         if kill and w[0].is_alive():
             w[0].kill()
         w[0].join(timeout=5)
+        w[4].remove()
         self.workers[i] = self._spawn()
 
     def close(self):
@@ -329,6 +339,7 @@ class _Pool:
             if w[0].is_alive():
                 w[0].kill()
                 w[0].join(timeout=2)
+            w[4].remove()
         self.workers = []
 
 
@@ -413,7 +424,7 @@ def _resolve_include(spelled: str, is_system: bool, includer: str, known: set, s
 
 
 def build_index(registry, files, *, jobs: int = 2, use_cache: bool = True, cache_dir=None, compile_commands=None,
-                timeout: float = DEFAULT_TIMEOUT) -> ProjectIndex:
+                timeout: Optional[float] = None) -> ProjectIndex:
     # Loading cached results and joining them allocates a few hundred thousand objects and frees almost none, so
     # the cyclic collector would run over and over for nothing (a sixth of a warm check); it is paused meanwhile.
     # The parser workers, forked from here, turn it back on.
@@ -429,6 +440,8 @@ def build_index(registry, files, *, jobs: int = 2, use_cache: bool = True, cache
 
 def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_commands, timeout) -> ProjectIndex:
     t_start = time.perf_counter()
+    bounds = limits.Limits.of(registry)
+    timeout = timeout or bounds.parse_timeout_s
     root = Path(registry.root).resolve()
     index = ProjectIndex()
     cache = _Cache(Path(cache_dir) if cache_dir is not None else default_cache_dir()) if use_cache else _Cache(None)
@@ -554,7 +567,7 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
         to_parse.append((rel, conf, key))
     index.timings["cache_lookup"] = time.perf_counter() - t_start
     if to_parse:
-        pool = _Pool(min(jobs, len(to_parse)) if jobs else 1)
+        pool = _Pool(min(jobs, len(to_parse)) if jobs else 1, bounds.parser_memory_mib)
         tmpdir = None
         try:
             pch_dir = (cache.root / "pch") if cache.root is not None else Path(tmpdir := tempfile.mkdtemp(prefix="kp-pch-"))
@@ -606,12 +619,12 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
                 shutil.rmtree(tmpdir, ignore_errors=True)
         for (rel, cname, key), (status, res) in sorted(out.items()):
             if status != "ok":
-                index.unanalyzable.append((rel, f"{res} (configuration {cname})"))
+                index.unanalyzable.append((rel, limits.pool_reason(status, res, cname)))
                 index.parse_quality.append(ParseQuality(path=rel, configuration=cname, parsed=False, diagnostics=0,
                                                         errors=0, seconds=0.0))
                 continue
             if not res.ok:
-                index.unanalyzable.append((rel, f"{res.error} (configuration {cname})"))
+                index.unanalyzable.append((rel, limits.parse_reason(res.error, cname)))
             results.append(res)
             if res.ok:
                 deps = {d: hashes[d] for d in res.files_walked if d in hashes}

@@ -17,11 +17,12 @@ from functools import lru_cache
 from pathlib import Path
 
 from kernel_ports.findings import Finding
+from kernel_ports.limits import Limits, LimitError, how_to_raise, lost, lost_message
 
 CPP_SUFFIXES = frozenset({".c", ".cc", ".cpp", ".cxx", ".c++", ".h", ".hh", ".hpp", ".hxx", ".h++", ".inl", ".ipp", ".cu", ".cuh", ".hip", ".mm", ".m"})
 HEADER_SUFFIXES = frozenset({".h", ".hh", ".hpp", ".hxx", ".h++", ".inl", ".ipp", ".cuh"})
 RUST_SUFFIXES = frozenset({".rs"})
-MAX_FILE_BYTES = 2 * 1024 * 1024
+MAX_FILE_BYTES = Limits.max_file_bytes  # the default; the registry's `limits:` may change it
 
 
 @dataclass(frozen=True)
@@ -148,7 +149,9 @@ def _walk(root: Path, notes: list) -> list[str]:
     return out
 
 
-def resolve_scope(registry, max_bytes: int = MAX_FILE_BYTES) -> Scope:
+def resolve_scope(registry, max_bytes: int | None = None) -> Scope:
+    bounds = Limits.of(registry)
+    max_bytes = max_bytes or bounds.max_file_bytes
     root = registry.root
     scope = Scope(root=root)
     notes: list = []
@@ -157,18 +160,25 @@ def resolve_scope(registry, max_bytes: int = MAX_FILE_BYTES) -> Scope:
         listing = _walk(root, notes)
     for path, why in notes:
         if matches(path + "/x", registry.sources.include) and not matches(path, registry.sources.exclude):
-            scope.findings.append(Finding("KP901", path, 1, 1, f"not analyzed: {why}"))
+            scope.findings.append(Finding("KP901", path, 1, 1, lost_message(lost("unreadable", why))))
     real_root = root.resolve()
-    for path in listing:
-        if not is_source(path):
-            continue
-        if not matches(path, registry.sources.include) or matches(path, registry.sources.exclude):
-            continue
+    selected = [p for p in listing if is_source(p) and matches(p, registry.sources.include)
+                and not matches(p, registry.sources.exclude)]
+    if len(selected) > bounds.max_files:
+        raise LimitError(f"kernel-ports: the scope has {len(selected)} source files, over the limit of {bounds.max_files} "
+                         f"(limits.max_files); narrow `sources` or {how_to_raise('max_files')}")
+    total = 0
+    for path in selected:
         scope.listed += 1
         problem, data, abspath = _read(root / path, real_root, max_bytes)
         if problem:
-            scope.findings.append(Finding("KP901", path, 1, 1, f"not analyzed: {problem}; the file is in scope, so the check fails closed"))
+            scope.findings.append(Finding("KP901", path, 1, 1, lost_message(problem)))
             continue
+        total += len(data)
+        if total > bounds.max_total_bytes:
+            raise LimitError(f"kernel-ports: the source files in scope exceed {bounds.max_total_bytes} bytes in total "
+                             f"(limits.max_total_bytes; reached at {path}); narrow `sources` or "
+                             f"{how_to_raise('max_total_bytes')}")
         scope.files.append(SourceFile(path, abspath, data))
     return scope
 
@@ -177,22 +187,26 @@ def _read(abspath: Path, real_root: Path, max_bytes: int):
     try:
         real = abspath.resolve(strict=True)
     except (OSError, RuntimeError) as exc:
-        return f"cannot resolve path ({getattr(exc, 'strerror', None) or exc})", None, abspath
+        return lost("unreadable", f"cannot resolve path ({getattr(exc, 'strerror', None) or exc})"), None, abspath
     if not real.is_relative_to(real_root):
-        return "symbolic link leads outside the root; not followed", None, abspath
+        return lost("outside root", "symbolic link leads outside the root; not followed"), None, abspath
     if not real.is_file():
-        return "not a regular file", None, abspath
+        return lost("unreadable", "not a regular file"), None, abspath
     try:
         size = real.stat().st_size
         if size > max_bytes:
-            return f"file is {size} bytes, over the {max_bytes}-byte limit", None, abspath
-        data = real.read_bytes()
+            return lost("size", f"file is {size} bytes, over the {max_bytes}-byte limit (limits.max_file_bytes; "
+                                f"{how_to_raise('max_file_bytes')})"), None, abspath
+        with open(real, "rb") as fh:
+            data = fh.read(max_bytes + 1)  # a file that grows after the size check is still bounded
+        if len(data) > max_bytes:
+            return lost("size", f"file grew past the {max_bytes}-byte limit while read"), None, abspath
     except OSError as exc:
-        return f"cannot read ({exc.strerror})", None, abspath
+        return lost("unreadable", f"cannot read ({exc.strerror})"), None, abspath
     if b"\0" in data:
-        return "binary content (NUL byte)", None, abspath
+        return lost("binary", "binary content (NUL byte)"), None, abspath
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return f"not UTF-8 text (byte {exc.start})", None, abspath
+        return lost("encoding", f"not UTF-8 text (byte {exc.start})"), None, abspath
     return None, data, abspath

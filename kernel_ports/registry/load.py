@@ -281,6 +281,7 @@ def _build(path: Path, data: dict, lines: dict, root_override: str | None) -> Re
         kernels=tuple(kernels),
         exemptions=exemptions,
         where={k: Where(str(path), v) for k, v in lines.items()},
+        limits=dict(data.get("limits", {})),
     )
     _cross_check(b, registry)
     return registry
