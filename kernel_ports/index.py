@@ -424,7 +424,7 @@ def _resolve_include(spelled: str, is_system: bool, includer: str, known: set, s
 
 
 def build_index(registry, files, *, jobs: int = 2, use_cache: bool = True, cache_dir=None, compile_commands=None,
-                timeout: Optional[float] = None) -> ProjectIndex:
+                timeout: Optional[float] = None, withheld=()) -> ProjectIndex:
     # Loading cached results and joining them allocates a few hundred thousand objects and frees almost none, so
     # the cyclic collector would run over and over for nothing (a sixth of a warm check); it is paused meanwhile.
     # The parser workers, forked from here, turn it back on.
@@ -432,13 +432,13 @@ def build_index(registry, files, *, jobs: int = 2, use_cache: bool = True, cache
     gc.disable()
     try:
         return _build_index(registry, files, jobs=jobs, use_cache=use_cache, cache_dir=cache_dir,
-                            compile_commands=compile_commands, timeout=timeout)
+                            compile_commands=compile_commands, timeout=timeout, withheld=tuple(sorted(withheld)))
     finally:
         if collecting:
             gc.enable()
 
 
-def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_commands, timeout) -> ProjectIndex:
+def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_commands, timeout, withheld) -> ProjectIndex:
     t_start = time.perf_counter()
     bounds = limits.Limits.of(registry)
     timeout = timeout or bounds.parse_timeout_s
@@ -468,7 +468,10 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
         res = cache.get(key)
         if res is None:
             parser = parser or wit.cpp_parser()
-            w = wit.witness(f.path, f.data, names, parser)
+            w = limits.guarded(index.unanalyzable, f.path, "the syntactic pass (tree-sitter)", wit.witness,
+                               f.path, f.data, names, parser)
+            if w is None:
+                continue
             definitions[f.path] = w.definitions
             cache.put(_definitions_key(key), w.definitions)
             res = (dataclasses.replace(w, definitions=[]), wit.hip_sources(w))
@@ -479,10 +482,13 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
         key = _sha(f"r|{FRONTEND_VERSION}|{_sha(repr(seams).encode())}|{f.path}|{hashes[f.path]}".encode())
         res = cache.get(key)
         if res is None:
-            res = rust.analyze(f.path, f.data, seams)
+            res = limits.guarded(index.unanalyzable, f.path, "the Rust front end", rust.analyze, f.path, f.data, seams)
+            if res is None:
+                continue
             cache.put(key, res)
         index.rust_gates.extend(res[0])
         index.seam_calls.extend(res[1])
+    cpp_files = [f for f in cpp_files if f.path in witnessed]  # a file the witness could not read is KP901 already
     index.timings["witness"] = time.perf_counter() - t_start
 
     # ---- 2. which files, which configurations
@@ -547,7 +553,7 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
     # include dirs inside the root are keyed relative to it, so a copy of the tree elsewhere reuses the parses of
     # its unchanged files (their content hashes and those of the project headers they read still decide)
     comp_key = _sha(repr((registry.compile.std, registry.compile.defines, tuple(_dir_key(d, root) for d in registry.compile.include_dirs),
-                          conv, clang_fe.stub_digest(), FRONTEND_VERSION, sorted(cc.items()))).encode())[:24]
+                          conv, clang_fe.stub_digest(), FRONTEND_VERSION, sorted(cc.items()), withheld)).encode())[:24]
     fault_map = _faults()
     results: list = []
     to_parse = []
@@ -606,7 +612,8 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
                 job = clang_fe.ParseJob(
                     abspath=str(by_path[rel].abspath), relpath=rel, configuration=conf.name, args=args,
                     root=str(root), project_files=frozenset(known), conventions=conv,
-                    fault=fault_map.get(rel), unread_bodies=tu_unread[rel])
+                    fault=fault_map.get(rel), unread_bodies=tu_unread[rel],
+                    withheld=tuple(str(root / p) for p in withheld))
                 parse_jobs.append(((rel, conf.name, key), ("parse", job)))
             t0 = time.perf_counter()
             out = pool.run(parse_jobs, timeout)

@@ -224,3 +224,14 @@ def parse_reason(error: str, configuration: str) -> str:
     """An unanalyzable reason for a parse that ended without a usable AST."""
     cause = "nesting" if "too deep" in (error or "") else "crash" if "crashed" in (error or "") else "parse failure"
     return lost(cause, f"{error} in configuration {configuration}")
+
+
+def guarded(lost_files: list, path: str, what: str, run, *args):
+    """`run(*args)`, or None with `path` recorded as lost when it raises: one file's input never ends the run."""
+    try:
+        return run(*args)
+    except RecursionError:
+        lost_files.append((path, lost("nesting", f"{what} found the file nested too deeply to walk")))
+    except Exception as exc:  # a front-end defect on this input: the file is lost, not the run
+        lost_files.append((path, lost("crash", f"{what} failed: {type(exc).__name__}: {str(exc)[:160]}")))
+    return None

@@ -50,6 +50,7 @@ class Scope:
     files: list[SourceFile] = field(default_factory=list)  # readable, UTF-8, in scope
     findings: list[Finding] = field(default_factory=list)  # KP901 for the rest
     listed: int = 0  # source files the globs selected, judged or not
+    refused: list[str] = field(default_factory=list)  # paths of the KP901 files: no front end may read them
 
     def by_path(self) -> dict:
         return {f.path: f for f in self.files}
@@ -173,6 +174,7 @@ def resolve_scope(registry, max_bytes: int | None = None) -> Scope:
         problem, data, abspath = _read(root / path, real_root, max_bytes)
         if problem:
             scope.findings.append(Finding("KP901", path, 1, 1, lost_message(problem)))
+            scope.refused.append(path)
             continue
         total += len(data)
         if total > bounds.max_total_bytes:
