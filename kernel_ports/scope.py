@@ -116,37 +116,51 @@ def _git_listing(root: Path) -> list[str] | None:
     return sorted(set(p for p in out if os.path.lexists(root / p)))
 
 
-def _walk(root: Path, notes: list) -> list[str]:
-    """Every file under root, links followed only inside root, loops cut."""
+def _walk(root: Path, notes: list, max_entries: int = 10**9) -> list[str]:
+    """Every file under root in depth-first name order, links followed only inside root, loops cut; LimitError
+    past max_entries. A stack, not recursion: a hostile tree may be nested as deep as paths allow."""
     real_root = root.resolve()
     seen_dirs = set()
     out = []
-
-    def visit(directory: Path, rel: str):
+    seen = 0
+    stack = [(root, "")]
+    while stack:
+        directory, rel = stack.pop()
+        if not isinstance(directory, Path):  # a file, kept in its place in the order
+            out.append(rel)
+            continue
         real = directory.resolve()
         if real in seen_dirs:
             notes.append((rel or ".", "directory link loop; entered once"))
-            return
+            continue
         seen_dirs.add(real)
         try:
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
         except OSError as exc:
             notes.append((rel or ".", f"cannot list directory ({exc.strerror})"))
-            return
+            continue
+        seen += len(entries)
+        if seen > max_entries:
+            raise LimitError(f"kernel-ports: the tree under the root {root} has more than {max_entries} entries (20 x "
+                             f"limits.max_files), so it was not listed; check `root`, or {how_to_raise('max_files')}")
+        children = []
         for entry in entries:
             child_rel = f"{rel}/{entry.name}" if rel else entry.name
             if entry.name == ".git":
                 continue
-            if entry.is_dir(follow_symlinks=True):
-                target = Path(entry.path).resolve()
-                if entry.is_symlink() and not target.is_relative_to(real_root):
-                    notes.append((child_rel, "directory link leads outside the root; not followed"))
-                    continue
-                visit(Path(entry.path), child_rel)
+            try:
+                is_dir = entry.is_dir(follow_symlinks=True)
+                target = Path(entry.path).resolve() if is_dir else None
+            except (OSError, RuntimeError) as exc:
+                notes.append((child_rel, f"cannot read directory entry ({getattr(exc, 'strerror', None) or exc})"))
+                continue
+            if not is_dir:
+                children.append((None, child_rel))
+            elif entry.is_symlink() and not target.is_relative_to(real_root):
+                notes.append((child_rel, "directory link leads outside the root; not followed"))
             else:
-                out.append(child_rel)
-
-    visit(root, "")
+                children.append((Path(entry.path), child_rel))
+        stack.extend(reversed(children))
     return out
 
 
@@ -158,7 +172,7 @@ def resolve_scope(registry, max_bytes: int | None = None) -> Scope:
     notes: list = []
     listing = _git_listing(root)
     if listing is None:
-        listing = _walk(root, notes)
+        listing = _walk(root, notes, 20 * bounds.max_files)
     for path, why in notes:
         if matches(path + "/x", registry.sources.include) and not matches(path, registry.sources.exclude):
             scope.findings.append(Finding("KP901", path, 1, 1, lost_message(lost("unreadable", why))))

@@ -101,3 +101,9 @@ def test_sync_refuses_a_registry_that_gained_an_alias_after_loading(write_regist
     path.write_text(HEAD + "launchers: &l [a.cpp]\nexemptions: *l\n", encoding="utf-8")
     with pytest.raises(RegistryError, match="anchor &l"):
         compute_sync(registry, None, None)
+
+
+def test_a_schema_error_quoting_a_huge_value_stays_one_short_line(write_registry):
+    err = _refused(write_registry, HEAD + "conventions: " + repr(["a.cpp"] * 40000).replace("'", '"') + "\n")
+    assert len(str(err)) < 300 + len(str(err.path)) + 40
+    assert " ... " in str(err) and str(err).endswith("'a.cpp'] is not of type 'object'")

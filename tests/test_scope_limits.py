@@ -61,3 +61,36 @@ def test_a_limit_of_the_wrong_type_in_the_registry_is_a_registry_error(tmp_path,
                                           "severity: {KP202: warning}\nlimits: {max_files: many}\n"))
     code, _, err = run(capsys, copy)
     assert code == 2 and "limits.max_files: 'many' is not of type 'integer'" in err
+
+
+def _registry(tmp_path, root, extra=""):
+    path = tmp_path / "registry.yaml"
+    path.write_text(f"version: 1\nroot: {root}\nkernels: []\n{extra}", encoding="utf-8")
+    return path
+
+
+def test_a_root_with_too_many_entries_stops_the_listing(tmp_path, capsys):
+    # outside a git work tree the tree is walked; a root such as `/` must not be walked to its end
+    tree = tmp_path / "tree"
+    for i in range(50):
+        (tree / f"d{i}").mkdir(parents=True)
+    registry = _registry(tmp_path, tree, "limits: {max_files: 2}\n")
+    code = main(["check", "--registry", str(registry), "--no-cache"])
+    err = capsys.readouterr().err
+    assert code == 2 and f"the tree under the root {tree} has more than 40 entries (20 x limits.max_files)" in err
+
+
+def test_a_tree_nested_deeper_than_the_recursion_limit_is_walked(tmp_path, capsys):
+    import os
+
+    tree = tmp_path / "tree"
+    deep = str(tree)
+    os.mkdir(deep)
+    for _ in range(1200):  # one level at a time: makedirs itself recurses per level
+        deep += "/d"
+        os.mkdir(deep)
+    with open(deep + "/x.cpp", "w") as fh:
+        fh.write("int x;\n")
+    code = main(["check", "--registry", str(_registry(tmp_path, tree)), "--no-cache", "--format", "json"])
+    out, err = capsys.readouterr()
+    assert (code, err) == (0, "") and '"files_scanned": 1' in out

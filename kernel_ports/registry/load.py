@@ -43,10 +43,15 @@ DEFAULT_BACKENDS = {
 }
 
 
+MAX_MESSAGE = 300
+
+
 class RegistryError(Exception):
     """A registry that cannot be used. `str()` is one line naming file:line."""
 
     def __init__(self, path, line: int, key: str, message: str):
+        if len(message) > MAX_MESSAGE:  # a schema message quotes the offending value, which may be the whole file
+            message = message[: MAX_MESSAGE // 2] + " ... " + message[-(MAX_MESSAGE // 2 - 5):]
         self.path, self.line, self.key, self.message = str(path), line, key, message
         where = f"{self.path}:{line}" if line else self.path
         super().__init__(f"{where}: {key}: {message}" if key else f"{where}: {message}")
