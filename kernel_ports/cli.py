@@ -314,7 +314,7 @@ COMMANDS = {
 
 
 def main(argv=None) -> int:
-    from kernel_ports.limits import LimitError
+    from kernel_ports.limits import InputError
     from kernel_ports.registry.load import RegistryError
 
     try:
@@ -328,7 +328,7 @@ def main(argv=None) -> int:
     except RegistryError as exc:
         print(f"kernel-ports: registry error: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    except LimitError as exc:
+    except InputError as exc:
         print(str(exc), file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:

@@ -361,23 +361,17 @@ def _load_compile_commands(path: Optional[Path], root: Path) -> dict:
     """relative path -> extra flags (-I/-D/-U/-include/-std/-isystem only) from compile_commands.json."""
     if path is None:
         return {}
-    import json
-    import shlex
+    from kernel_ports.compile_db import load_entries
 
-    try:
-        entries = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as exc:
-        raise clang_fe.FrontEndError(f"{path}: cannot read compile_commands.json: {exc}")
     out = {}
-    for e in entries:
-        directory = Path(e.get("directory", "."))
-        f = Path(e.get("file", ""))
+    for directory, f, argv in load_entries(path):  # bounded and type-checked: the file is the pull request's
+        directory = Path(directory)
+        f = Path(f)
         f = (directory / f).resolve() if not f.is_absolute() else f.resolve()
         try:
             rel = f.relative_to(root).as_posix()
         except ValueError:
             continue
-        argv = e.get("arguments") or shlex.split(e.get("command", ""))
         flags, i = [], 0
         while i < len(argv):
             a = argv[i]

@@ -40,7 +40,11 @@ class Limits:
 NAMES = tuple(f.name for f in dataclasses.fields(Limits))
 
 
-class LimitError(Exception):
+class InputError(Exception):
+    """An input the tree supplies (compile_commands.json ...) that cannot be used: one line, exit 2."""
+
+
+class LimitError(InputError):
     """The tree is larger than a limit allows: one line, exit 2."""
 
 

@@ -91,6 +91,12 @@ def test_a_tree_nested_deeper_than_the_recursion_limit_is_walked(tmp_path, capsy
         os.mkdir(deep)
     with open(deep + "/x.cpp", "w") as fh:
         fh.write("int x;\n")
-    code = main(["check", "--registry", str(_registry(tmp_path, tree)), "--no-cache", "--format", "json"])
-    out, err = capsys.readouterr()
-    assert (code, err) == (0, "") and '"files_scanned": 1' in out
+    try:
+        code = main(["check", "--registry", str(_registry(tmp_path, tree)), "--no-cache", "--format", "json"])
+        out, err = capsys.readouterr()
+        assert (code, err) == (0, "") and '"files_scanned": 1' in out
+    finally:  # bottom up: pytest's own clean-up of its temporary folders recurses per level
+        os.unlink(deep + "/x.cpp")
+        while deep != str(tree):
+            os.rmdir(deep)
+            deep = os.path.dirname(deep)

@@ -57,3 +57,15 @@ def test_a_reply_is_judged_by_what_the_parser_wrote():
     assert limits.judge_reply(("ok", ok), "out of memory", 300) == ("ok", ok)
     assert limits.judge_death(-9, "", 300) == ("crash", "the parser process died of signal 9")
     assert limits.judge_death(-6, "terminate called after throwing an instance of 'std::bad_alloc'\n", 300)[0] == "memory"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS and /dev/zero are Linux's")
+def test_an_include_of_an_endless_device_is_stopped_by_the_memory_budget(tmp_path):
+    # Clang reads an #include'd character device until it has the whole "file": without a budget the parser
+    # grows by gigabytes a second until the machine runs out, long before the timeout
+    write_tree(tmp_path, {"src/a.cpp": '#include "/dev/zero"\n' + FACTORY, "src/b.cpp": FACTORY})
+    reg = dataclasses.replace(make_registry(tmp_path), limits={"parser_memory_mib": 512})
+    idx = build_index(reg, files_under(tmp_path), jobs=1, use_cache=False, timeout=60)
+    reasons = dict(idx.unanalyzable)
+    assert set(reasons) == {"src/a.cpp"} and reasons["src/a.cpp"].startswith("memory limit: ")
+    assert [f.loc.path for f in idx.factory_calls] == ["src/b.cpp"]
