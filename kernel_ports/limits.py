@@ -207,8 +207,16 @@ def judge_death(exitcode, stderr_text: str, budget_mib: int) -> tuple:
     """In the pool: a parser process that died during a job."""
     if budget_mib and ran_out_of_memory(stderr_text):
         return "memory", memory_detail(budget_mib)
-    what = f"the parser process died of signal {-exitcode}" if isinstance(exitcode, int) and exitcode < 0 \
-        else f"the parser process exited with code {exitcode}"
+    if isinstance(exitcode, int) and exitcode < 0:
+        import signal
+
+        try:
+            name = f" ({signal.Signals(-exitcode).name})"
+        except ValueError:
+            name = ""
+        what = f"the parser process died of signal {-exitcode}{name}"
+    else:
+        what = f"the parser process exited with code {exitcode}"
     return "crash", crash_detail(stderr_text, what)
 
 

@@ -55,7 +55,7 @@ def test_a_reply_is_judged_by_what_the_parser_wrote():
     assert limits.judge_reply(("ok", failed), dump, 300) == ("crash", "libclang crashed while parsing (Assertion failed: x)")
     ok = type("R", (), {"ok": True})()
     assert limits.judge_reply(("ok", ok), "out of memory", 300) == ("ok", ok)
-    assert limits.judge_death(-9, "", 300) == ("crash", "the parser process died of signal 9")
+    assert limits.judge_death(-9, "", 300) == ("crash", "the parser process died of signal 9 (SIGKILL)")
     assert limits.judge_death(-6, "terminate called after throwing an instance of 'std::bad_alloc'\n", 300)[0] == "memory"
 
 
