@@ -107,3 +107,9 @@ def test_a_schema_error_quoting_a_huge_value_stays_one_short_line(write_registry
     err = _refused(write_registry, HEAD + "conventions: " + repr(["a.cpp"] * 40000).replace("'", '"') + "\n")
     assert len(str(err)) < 300 + len(str(err.path)) + 40
     assert " ... " in str(err) and str(err).endswith("'a.cpp'] is not of type 'object'")
+
+
+def test_more_than_32_configurations_are_refused(write_registry):
+    confs = "".join(f"    c{i}: [D{i}]\n" for i in range(33))
+    err = _refused(write_registry, HEAD + "compile:\n  configurations:\n" + confs)
+    assert err.key == "compile.configurations" and "too many properties" in str(err)
