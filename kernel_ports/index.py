@@ -724,15 +724,17 @@ def _start_early_prelude(registry, root: Path, cache: "_Cache", cpp_files: list,
             return None
         method = "fork" if sys.platform.startswith("linux") else "spawn"
         proc = multiprocessing.get_context(method).Process(
-            target=_early_prelude_main, args=(pre_args, str(cache.root / "pch"), with_stubs), daemon=True)
+            target=_early_prelude_main, daemon=True,
+            args=(pre_args, str(cache.root / "pch"), with_stubs, limits.Limits.of(registry).parser_memory_mib))
         proc.start()
         return proc
     except (clang_fe.FrontEndError, OSError):
         return None
 
 
-def _early_prelude_main(pre_args, pch_dir, with_stubs):
+def _early_prelude_main(pre_args, pch_dir, with_stubs, memory_mib=0):
     gc.enable()
+    limits.apply_memory_limit(memory_mib)
     clang_fe.build_prelude(list(pre_args), Path(pch_dir), with_stubs)
 
 
