@@ -462,13 +462,15 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
         res = cache.get(key)
         if res is None:
             parser = parser or wit.cpp_parser()
-            w = limits.guarded(index.unanalyzable, f.path, "the syntactic pass (tree-sitter)", wit.witness,
-                               f.path, f.data, names, parser)
-            if w is None:
+            got = limits.guarded(index.unanalyzable, f.path, "the syntactic pass (tree-sitter)", _witness_file,
+                                 f, names, parser)
+            if got is None:
+                parser.reset()  # a parse that gave up would otherwise be resumed by the next file's
                 continue
+            w, hips = got
             definitions[f.path] = w.definitions
             cache.put(_definitions_key(key), w.definitions)
-            res = (dataclasses.replace(w, definitions=[]), wit.hip_sources(w))
+            res = (dataclasses.replace(w, definitions=[]), hips)
             cache.put(key, res)
         witnessed[f.path] = res[0]
         index.hip_sources.extend(res[1])
@@ -648,6 +650,11 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
 # Leave unread the bodies no fact can arise in or be reached through (frontend/focus.py); tests turn it off to
 # compare with a full walk.
 FOCUS = True
+
+
+def _witness_file(f, names, parser) -> tuple:
+    w = wit.witness(f.path, f.data, names, parser)
+    return w, wit.hip_sources(w)
 
 
 def _definitions_key(witness_key: str) -> str:
@@ -1324,7 +1331,11 @@ def _compiled_bodies(index: ProjectIndex, by_path: dict, known: set, search: lis
                 if (rel, rel) in done:
                     continue
                 done.add((rel, rel))
-                body = _header_file_source(rel, by_path[rel], cache)
+                body = limits.guarded(index.unanalyzable, rel, "the kernel-body scan", _header_file_source, rel,
+                                      by_path[rel], cache)
+                if body is None:
+                    unresolved.append(f"`#include \"{spelled}\"` in {h.name} could not be scanned")
+                    continue
                 extra.setdefault((rel, rel), body)
                 bodies.append(body)
                 queue.append(body)

@@ -238,10 +238,30 @@ def parse_reason(error: str, configuration: str) -> str:
     return lost(cause, f"{error} in configuration {configuration}")
 
 
+# tree-sitter parses run in this process: each parser gives up after this long (a 2 MiB file of `a<a<a<...` takes
+# tree-sitter's error recovery a minute; an ordinary 2 MiB file takes well under a second)
+SYNTAX_TIMEOUT_S = 20
+
+
+def bounded_parser(parser):
+    """A tree-sitter parser that raises ValueError("Parsing failed") past SYNTAX_TIMEOUT_S."""
+    import warnings
+
+    with warnings.catch_warnings():  # the attribute is deprecated for progress_callback, which crashes 0.25.2
+        warnings.simplefilter("ignore")
+        parser.timeout_micros = int(SYNTAX_TIMEOUT_S * 1_000_000)
+    return parser
+
+
 def guarded(lost_files: list, path: str, what: str, run, *args):
     """`run(*args)`, or None with `path` recorded as lost when it raises: one file's input never ends the run."""
     try:
         return run(*args)
+    except ValueError as exc:
+        if str(exc) != "Parsing failed":
+            lost_files.append((path, lost("crash", f"{what} failed: ValueError: {str(exc)[:160]}")))
+        else:
+            lost_files.append((path, lost("timeout", f"{what} gave up after {SYNTAX_TIMEOUT_S} s")))
     except RecursionError:
         lost_files.append((path, lost("nesting", f"{what} found the file nested too deeply to walk")))
     except Exception as exc:  # a front-end defect on this input: the file is lost, not the run

@@ -3,6 +3,8 @@ cause named, and never ends the run or reaches a front end past a limit."""
 
 from __future__ import annotations
 
+import time
+
 from kernel_ports.frontend import witness as wit
 from kernel_ports.project import Options, analyze
 from kernel_ports.registry.load import load_registry
@@ -78,3 +80,20 @@ def test_a_header_over_the_size_limit_is_not_read_by_clang_either(tmp_path, kp_c
     lost = kp901(result)
     assert list(lost) == [SHARED_HEADER] and lost[SHARED_HEADER].startswith("not analyzed (size): file is 2201")
     assert result.summary["checked"]["tables"] == 8  # its includers were parsed, without it
+
+
+def test_a_file_tree_sitter_would_chew_on_for_a_minute_is_lost_to_the_syntax_timeout(tmp_path, kp_cache, monkeypatch):
+    from kernel_ports import limits
+
+    monkeypatch.setattr(limits, "SYNTAX_TIMEOUT_S", 0.3)  # 400 KB of `a<a<...` takes tree-sitter ~4 s
+    copy = engine_copy(tmp_path)
+    slow = "src/lib/mlx-cpp/turbo/aaa_first.h"  # witnessed before the launchers: the parser must be reset after it
+    (copy.root / slow).write_text("a<" * 200_000)
+    with open(copy.root / "src/lib/mlx-cpp/turbo/activations.cpp", "a", encoding="utf-8") as fh:
+        fh.write(f"// {tmp_path.name}\n")  # new content: witnessed afresh, right after the slow file
+    started = time.monotonic()
+    result = check(copy, kp_cache)
+    assert kp901(result) == {slow: "not analyzed (timeout): the syntactic pass (tree-sitter) gave up after 0.3 s; no "
+                                   "rule could judge it, so the check fails closed until it can be analyzed"}
+    assert result.summary["checked"]["tables"] == 8 and result.summary["checked"]["launches"] == 8
+    print(f"run with the slow file: {time.monotonic() - started:.1f} s")

@@ -29,6 +29,7 @@ import tree_sitter_cpp
 from tree_sitter import Language, Parser
 
 from kernel_ports.facts import HipSource, Location
+from kernel_ports.limits import bounded_parser
 
 CPP_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".hxx", ".cu", ".cuh", ".hip", ".mm")
 HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".cuh")
@@ -37,7 +38,7 @@ _LANGUAGE = Language(tree_sitter_cpp.language())
 
 
 def cpp_parser() -> Parser:
-    return Parser(_LANGUAGE)
+    return bounded_parser(Parser(_LANGUAGE))
 
 
 def is_cpp_file(path: str) -> bool:
