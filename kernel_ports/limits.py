@@ -261,7 +261,8 @@ def guarded(lost_files: list, path: str, what: str, run, *args):
         if str(exc) != "Parsing failed":
             lost_files.append((path, lost("crash", f"{what} failed: ValueError: {str(exc)[:160]}")))
         else:
-            lost_files.append((path, lost("timeout", f"{what} gave up after {SYNTAX_TIMEOUT_S} s")))
+            lost_files.append((path, lost("timeout", f"{what} gave up after {SYNTAX_TIMEOUT_S:g} s (a fixed bound: an "
+                                                     f"ordinary file of the size limit takes well under a second)")))
     except RecursionError:
         lost_files.append((path, lost("nesting", f"{what} found the file nested too deeply to walk")))
     except Exception as exc:  # a front-end defect on this input: the file is lost, not the run
