@@ -17,6 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from kernel_ports.findings import Finding
+from kernel_ports.globs import Glob
 from kernel_ports.limits import Limits, LimitError, how_to_raise, lost, lost_message
 
 CPP_SUFFIXES = frozenset({".c", ".cc", ".cpp", ".cxx", ".c++", ".h", ".hh", ".hpp", ".hxx", ".h++", ".inl", ".ipp", ".cu", ".cuh", ".hip", ".mm", ".m"})
@@ -57,26 +58,9 @@ class Scope:
 
 
 @lru_cache(maxsize=256)
-def glob_regex(pattern: str) -> re.Pattern:
-    """A glob over POSIX paths: `*` within a segment, `**` across segments."""
-    out, i = "", 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out += "(?:.*/)?"
-            i += 3
-        elif pattern.startswith("**", i):
-            out += ".*"
-            i += 2
-        elif pattern[i] == "*":
-            out += "[^/]*"
-            i += 1
-        elif pattern[i] == "?":
-            out += "[^/]"
-            i += 1
-        else:
-            out += re.escape(pattern[i])
-            i += 1
-    return re.compile(out + r"\Z")
+def glob_regex(pattern: str) -> Glob:
+    """A glob over POSIX paths: `*` within a segment, `**` across segments (see globs.py: linear time)."""
+    return Glob(pattern)
 
 
 def matches(path: str, patterns) -> bool:
