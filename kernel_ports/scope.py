@@ -113,12 +113,12 @@ def _walk(root: Path, notes: list, max_entries: int = 10**9) -> list[str]:
         if not isinstance(directory, Path):  # a file, kept in its place in the order
             out.append(rel)
             continue
-        real = directory.resolve()
-        if real in seen_dirs:
-            notes.append((rel or ".", "directory link loop; entered once"))
-            continue
-        seen_dirs.add(real)
         try:
+            st = os.stat(directory)  # (device, inode): a loop test that costs no walk of the path in Python
+            if (st.st_dev, st.st_ino) in seen_dirs:
+                notes.append((rel or ".", "directory link loop; entered once"))
+                continue
+            seen_dirs.add((st.st_dev, st.st_ino))
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
         except OSError as exc:
             notes.append((rel or ".", f"cannot list directory ({exc.strerror})"))
@@ -134,13 +134,13 @@ def _walk(root: Path, notes: list, max_entries: int = 10**9) -> list[str]:
                 continue
             try:
                 is_dir = entry.is_dir(follow_symlinks=True)
-                target = Path(entry.path).resolve() if is_dir else None
+                target = Path(entry.path).resolve() if is_dir and entry.is_symlink() else None
             except (OSError, RuntimeError) as exc:
                 notes.append((child_rel, f"cannot read directory entry ({getattr(exc, 'strerror', None) or exc})"))
                 continue
             if not is_dir:
                 children.append((None, child_rel))
-            elif entry.is_symlink() and not target.is_relative_to(real_root):
+            elif target is not None and not target.is_relative_to(real_root):
                 notes.append((child_rel, "directory link leads outside the root; not followed"))
             else:
                 children.append((Path(entry.path), child_rel))
