@@ -113,3 +113,9 @@ def test_more_than_32_configurations_are_refused(write_registry):
     confs = "".join(f"    c{i}: [D{i}]\n" for i in range(33))
     err = _refused(write_registry, HEAD + "compile:\n  configurations:\n" + confs)
     assert err.key == "compile.configurations" and "too many properties" in str(err)
+
+
+def test_a_python_tag_is_refused_and_nothing_runs(write_registry, tmp_path):
+    marker = tmp_path / "ran"
+    err = _refused(write_registry, HEAD + f"launchers: !!python/object/apply:os.system ['touch {marker}']\n")
+    assert err.line == 4 and "malformed YAML" in str(err) and not marker.exists()
