@@ -534,9 +534,11 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
             unread = _unread_bodies(registry, full)
             cache.put(fkey, unread)
     tu_unread: dict = {}  # tu -> frozenset((path, line, column)) of bodies its walk may leave unread
+    tu_sees: dict = {}  # tu -> digest of the project files its includes resolve to (a file added or gone re-parses)
     jobs_wanted = []  # (relpath, configuration)
     for tu in sorted(tus):
         seen_files = {tu} | set(nx.descendants(wgraph, tu))
+        tu_sees[tu] = _sha(repr(sorted(seen_files)).encode())[:16]
         mentioned = set()
         for s in seen_files:
             mentioned |= witnessed[s].conditional_macros if s in witnessed else set()
@@ -554,7 +556,8 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
     results: list = []
     to_parse = []
     for rel, conf in jobs_wanted:
-        key = _sha(f"c|{comp_key}|{conf.name}|{conf.defines}|{rel}|{hashes[rel]}|{_sha(repr(sorted(tu_unread[rel])).encode())}".encode())
+        key = _sha(f"c|{comp_key}|{conf.name}|{conf.defines}|{rel}|{hashes[rel]}|{_sha(repr(sorted(tu_unread[rel])).encode())}"
+                   f"|{tu_sees[rel]}".encode())
         entry = cache.get(key) if rel not in fault_map else None
         if entry is not None and not all(hashes.get(d) == h for d, h in entry[0].items()):
             # an unchanged file includes the same headers: look for the entry
@@ -630,7 +633,10 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
                 index.unanalyzable.append((rel, limits.parse_reason(res.error, cname)))
             results.append(res)
             if res.ok:
-                deps = {d: hashes[d] for d in res.files_walked if d in hashes}
+                # every project file the unit included, not only those with declarations: a header that is all
+                # junk has none, and its fixed version must not be answered with the broken parse
+                read = set(res.files_walked) | {p for edge in res.includes for p in edge}
+                deps = {d: hashes[d] for d in read if d in hashes}
                 deps[rel] = hashes[rel]
                 cache.put(key, (deps, res))
                 cache.put(_deps_key(key, deps), (deps, res))

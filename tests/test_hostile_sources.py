@@ -98,3 +98,28 @@ def test_a_file_tree_sitter_would_chew_on_for_a_minute_is_lost_to_the_syntax_tim
                                    "rule could judge it, so the check fails closed until it can be analyzed"}
     assert result.summary["checked"]["tables"] == 8 and result.summary["checked"]["launches"] == 8
     print(f"run with the slow file: {time.monotonic() - started:.1f} s")
+
+
+def test_a_header_broken_beyond_declarations_does_not_poison_the_cache(tmp_path, kp_cache):
+    # found by fuzzing with a shared cache: a parse made while kernel_port.h was junk (no declaration of its own,
+    # so not among the files the walk read) answered later runs on the fixed tree, 4 tables instead of 8
+    copy = engine_copy(tmp_path)
+    header = copy.root / "src/lib/mlx-cpp/turbo/kernel_port.h"
+    good = header.read_bytes()
+    header.write_text(f"%% junk {tmp_path.name} %%\n")
+    assert check(copy, kp_cache).summary["checked"]["tables"] == 0
+    header.write_bytes(good)
+    assert check(copy, kp_cache).summary["checked"]["tables"] == 8
+
+
+def test_a_header_added_later_is_seen_by_its_includers(tmp_path, kp_cache):
+    copy = engine_copy(tmp_path)
+    launcher = copy.root / "src/lib/mlx-cpp/turbo/rope.cpp"
+    launcher.write_text(f'#include "late_{tmp_path.name}.h"\n' + launcher.read_text(encoding="utf-8"))
+    def errors(result):
+        return {(q.path, q.configuration): q.errors for q in result.index.parse_quality}[
+            ("src/lib/mlx-cpp/turbo/rope.cpp", "default")]
+
+    assert errors(check(copy, kp_cache)) == 1  # the header is missing
+    (copy.root / f"src/lib/mlx-cpp/turbo/late_{tmp_path.name}.h").write_text("#pragma once\n")
+    assert errors(check(copy, kp_cache)) == 0  # not the cached parse made without it
