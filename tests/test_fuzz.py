@@ -28,7 +28,7 @@ SOURCE_CASES = source_cases(SEED, 14)
 REGISTRY_CASES = registry_cases(SEED, 10)
 
 
-def run_case(tmp_path, case: Case):
+def run_case(tmp_path, case: Case, *extra):
     root = tmp_path / "engine"
     shutil.copytree(ENGINE, root, symlinks=True)
     registry = tmp_path / "registry.yaml"
@@ -36,7 +36,7 @@ def run_case(tmp_path, case: Case):
     if case.path:
         (root / case.path).write_bytes(case.data)
     argv = [sys.executable, "-m", "kernel_ports", "check", "--registry", str(registry), "--root", str(root),
-            "--format", "json", "--jobs", "2", "--limit", f"parse_timeout_s={PARSE_TIMEOUT}"]
+            "--format", "json", "--jobs", "2", "--limit", f"parse_timeout_s={PARSE_TIMEOUT}", *extra]
     started = time.monotonic()
     proc = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, env=dict(os.environ),
                           timeout=3 * PARSE_TIMEOUT + 30)
@@ -87,3 +87,15 @@ def test_the_cases_cover_every_mutation_and_are_reproducible():
     assert [c.data for c in source_cases(SEED, 14)] == [c.data for c in SOURCE_CASES]
     assert [c.registry for c in registry_cases(SEED, 10)] == [c.registry for c in REGISTRY_CASES]
     assert any(c.damages for c in SOURCE_CASES) and any(c.path in LAUNCHERS for c in SOURCE_CASES)
+
+
+def test_after_the_cases_the_shared_cache_judges_the_clean_tree_like_a_fresh_run(tmp_path):
+    """Runs after the cases (file order): no mutated parse may answer for the tree it was not made from."""
+    def report(*extra):
+        return run_case(tmp_path / "-".join(extra or ("cached",)), Case("clean"), *extra)
+
+    cached, fresh = report(), report("--no-cache")  # in two folders: the summaries differ by their roots only
+    for doc in (cached, fresh):
+        for key in ("root", "root_uri", "registry"):
+            doc["summary"].pop(key)
+    assert cached == fresh and cached["findings"] == [] and cached["summary"]["checked"]["tables"] == 8
