@@ -7,6 +7,7 @@ Exit codes: 0 clean, 1 findings at error severity (or `sync --check` drift),
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import tempfile
@@ -33,6 +34,8 @@ def _common(p: argparse.ArgumentParser, *, with_run=True):
         p.add_argument("--jobs", type=int, default=max(1, min(2, os.cpu_count() or 1)), help="parser processes")
         p.add_argument("--no-cache", action="store_true", help="parse everything afresh")
         p.add_argument("--compile-commands", default=None, help="compile_commands.json to take flags from")
+        p.add_argument("--limit", action="append", default=[], metavar="NAME=VALUE",
+                       help="override one of the registry's limits for this run (repeatable), e.g. max_files=50000")
 
 
 def _baseline_flags(p: argparse.ArgumentParser, what: str) -> None:
@@ -122,13 +125,25 @@ def _load(args):
         from kernel_ports.index import default_cache_dir
 
         validated = default_cache_dir() / "v1" / "registry"
-    return load_registry(registry_path, args.root, validated_dir=validated)
+    registry = load_registry(registry_path, args.root, validated_dir=validated)
+    overrides = _limit_overrides(args)
+    return dataclasses.replace(registry, limits={**registry.limits, **overrides}) if overrides else registry
+
+
+def _limit_overrides(args) -> dict:
+    from kernel_ports.limits import parse_overrides
+
+    try:
+        return parse_overrides(getattr(args, "limit", ()))
+    except ValueError as exc:
+        raise UsageError(f"kernel-ports: {exc}") from None
 
 
 def _check_run_args(args) -> None:
     """Flag values that need no registry are judged before it is read."""
     if args.jobs < 1:
         raise UsageError("kernel-ports: --jobs must be at least 1")
+    _limit_overrides(args)
     cc = args.compile_commands
     if cc is not None and not Path(cc).is_file():
         raise UsageError(f"kernel-ports: --compile-commands: no such file: {cc}")
@@ -410,6 +425,7 @@ COMMANDS = {
 
 
 def main(argv=None) -> int:
+    from kernel_ports.limits import InputError
     from kernel_ports.registry.load import RegistryError
 
     try:
@@ -422,6 +438,9 @@ def main(argv=None) -> int:
         return EXIT_ERROR
     except RegistryError as exc:
         print(f"kernel-ports: registry error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except InputError as exc:
+        print(str(exc), file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("kernel-ports: interrupted", file=sys.stderr)

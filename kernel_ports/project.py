@@ -40,6 +40,7 @@ def build_project_index(registry, scope, options: Options):
         use_cache=options.use_cache,
         cache_dir=options.cache_dir,
         compile_commands=options.compile_commands,
+        withheld=tuple(getattr(scope, "refused", ())),
     )
 
 

@@ -29,6 +29,7 @@ import tree_sitter_cpp
 from tree_sitter import Language, Parser
 
 from kernel_ports.facts import HipSource, Location
+from kernel_ports.limits import bounded_parser
 
 CPP_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".hxx", ".cu", ".cuh", ".hip", ".mm")
 HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".cuh")
@@ -37,7 +38,7 @@ _LANGUAGE = Language(tree_sitter_cpp.language())
 
 
 def cpp_parser() -> Parser:
-    return Parser(_LANGUAGE)
+    return bounded_parser(Parser(_LANGUAGE))
 
 
 def is_cpp_file(path: str) -> bool:
@@ -191,6 +192,8 @@ def _content_line(node, is_raw: bool) -> int:
 
 def _string_pieces(node):
     """[(text, is_raw, node)] for a string literal or a concatenation of them; None otherwise."""
+    while node.type == "parenthesized_expression" and node.named_children:  # a loop: nesting has no bound
+        node = node.named_children[0]
     t = node.type
     if t == "raw_string_literal":
         content = [c for c in node.named_children if c.type == "raw_string_content"]
@@ -208,8 +211,6 @@ def _string_pieces(node):
                 return None  # a macro or identifier between pieces: not a plain constant
             out.extend(sub)
         return out
-    if t == "parenthesized_expression" and node.named_children:
-        return _string_pieces(node.named_children[0])
     return None
 
 
