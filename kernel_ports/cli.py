@@ -32,6 +32,8 @@ def _common(p: argparse.ArgumentParser, *, with_run=True):
     if with_run:
         p.add_argument("--jobs", type=int, default=max(1, min(2, os.cpu_count() or 1)), help="parser processes")
         p.add_argument("--no-cache", action="store_true", help="parse everything afresh")
+        p.add_argument("--cache-dir", default=None, metavar="DIR",
+                       help="cache directory (default: $KERNEL_PORTS_CACHE_DIR, else ~/.cache/kernel-ports)")
         p.add_argument("--compile-commands", default=None, help="compile_commands.json to take flags from")
 
 
@@ -103,9 +105,9 @@ def _load(args):
         raise UsageError("kernel-ports: no registry.yaml in the current directory; pass --registry FILE (or run `kernel-ports init`)")
     validated = None
     if not getattr(args, "no_cache", False):
-        from kernel_ports.index import default_cache_dir
+        from kernel_ports.cachefmt import CACHE_SUBDIR, default_cache_dir
 
-        validated = default_cache_dir() / "v1" / "registry"
+        validated = (Path(args.cache_dir) if getattr(args, "cache_dir", None) else default_cache_dir()) / CACHE_SUBDIR / "registry"
     return load_registry(registry_path, args.root, validated_dir=validated)
 
 
@@ -122,7 +124,8 @@ def _options(args, policy=None):
     from kernel_ports.findings import Policy
     from kernel_ports.project import Options
 
-    return Options(policy=policy or Policy(), jobs=args.jobs, use_cache=not args.no_cache, compile_commands=args.compile_commands)
+    return Options(policy=policy or Policy(), jobs=args.jobs, use_cache=not args.no_cache, cache_dir=args.cache_dir,
+                   compile_commands=args.compile_commands)
 
 
 def write_output(text: str, output: str | None) -> None:

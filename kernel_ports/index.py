@@ -39,7 +39,6 @@ import gc
 import hashlib
 import multiprocessing
 import os
-import pickle
 import re
 import sys
 import tempfile
@@ -51,7 +50,7 @@ from typing import Optional
 
 import networkx as nx
 
-from kernel_ports import __version__
+from kernel_ports import __version__, cachefmt
 from kernel_ports.facts import (
     Accessor,
     ChainStep,
@@ -178,9 +177,8 @@ class ProjectIndex:
 # --------------------------------------------------------------------------
 
 
-def default_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "kernel-ports"
+default_cache_dir = cachefmt.default_cache_dir
+CACHE_SUBDIR = cachefmt.CACHE_SUBDIR
 
 
 def _sha(data: bytes) -> str:
@@ -188,28 +186,31 @@ def _sha(data: bytes) -> str:
 
 
 class _Cache:
-    """Pickled per-file results under ``<cache>/v1``.
+    """Per-file results under ``<cache>/data-v2``, as data (:mod:`kernel_ports.cachefmt`): nothing read can run.
 
     A Clang result's key is the file's path and content hash, the tool
     version, the registry's compile section and conventions, the stub set and
     the configuration; the entry also records the hashes of the project
     headers the translation unit included, and is valid only while they match.
+    An entry that cannot be read, is of another format or key, or was damaged
+    is a miss.
     """
 
     def __init__(self, root: Optional[Path]):
-        self.root = root / "v1" if root is not None else None
+        self.root = root / CACHE_SUBDIR if root is not None else None
 
     def _path(self, key: str) -> Optional[Path]:
-        return None if self.root is None else self.root / key[:2] / f"{key}.pkl"
+        return None if self.root is None else self.root / key[:2] / f"{key}.json"
 
     def get(self, key: str):
         p = self._path(key)
-        if p is None or not p.is_file():
+        if p is None:
             return None
         try:
             with open(p, "rb") as fh:
-                return pickle.load(fh)
-        except Exception:
+                data = fh.read(cachefmt.MAX_ENTRY_BYTES + 1)
+            return cachefmt.decode(key, data)
+        except (OSError, cachefmt.CacheFormatError):
             return None
 
     def put(self, key: str, value) -> None:
@@ -217,10 +218,14 @@ class _Cache:
         if p is None:
             return
         try:
+            data = cachefmt.encode(key, value)
+        except (TypeError, ValueError, RecursionError):
+            return  # not plain data: left uncached, parsed again next time
+        try:
             p.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=p.parent, suffix=".tmp")
             with os.fdopen(fd, "wb") as fh:
-                pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
+                fh.write(data)
             os.replace(tmp, p)
         except OSError:
             pass
