@@ -36,7 +36,6 @@ import hashlib
 import json
 import os
 import sys
-import typing
 from pathlib import Path
 
 FORMAT = "kernel-ports-cache/2"
@@ -63,27 +62,33 @@ _SIMPLE = {"str": (str,), "int": (int,), "float": (int, float), "bool": (bool,),
 
 
 class _Registry:
-    """The dataclasses an entry may hold, by name, with a kind check per field."""
+    """The dataclasses an entry may hold, by name, with a kind check per field.
 
-    def __init__(self):
+    A name is ``<module>.<class>`` with the module one of :data:`_TYPE_MODULES`, imported only when an entry
+    names it (a warm check reads findings and needs no front end)."""
+
+    def __init__(self, modules: tuple):
+        self._modules = {m.rsplit(".", 1)[-1]: m for m in modules}
+        self._loaded: set = set()
         self._classes: dict = {}  # name -> (class, field names, field checks)
         self._names: dict = {}  # class -> name
-        self._modules_loaded = False
 
-    def _load(self):
-        if self._modules_loaded:
+    def _load(self, short: str) -> None:
+        if short in self._loaded or short not in self._modules:
             return
-        self._modules_loaded = True
+        self._loaded.add(short)
         import importlib
 
-        for mod_name in _TYPE_MODULES:
-            mod = importlib.import_module(mod_name)
-            for obj in list(vars(mod).values()):
-                if isinstance(obj, type) and dataclasses.is_dataclass(obj) and obj.__module__ == mod_name:
-                    self._add(obj)
+        mod_name = self._modules[short]
+        mod = importlib.import_module(mod_name)
+        for obj in list(vars(mod).values()):
+            if isinstance(obj, type) and dataclasses.is_dataclass(obj) and obj.__module__ == mod_name:
+                self._add(obj)
 
     def _add(self, cls):
         name = f"{cls.__module__.rsplit('.', 1)[-1]}.{cls.__qualname__}"
+        import typing
+
         fields = tuple(f.name for f in dataclasses.fields(cls))
         try:
             hints = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
@@ -94,17 +99,21 @@ class _Registry:
         self._names[cls] = name
 
     def name_of(self, cls) -> str:
-        self._load()
+        if cls not in self._names:
+            self._load(cls.__module__.rsplit(".", 1)[-1])
         try:
             return self._names[cls]
         except KeyError:
             raise TypeError(f"{cls.__qualname__} is not a cacheable type") from None
 
     def build(self, name, values):
-        self._load()
+        if type(name) is not str:
+            raise CacheFormatError("a type name that is not a string")
+        if name not in self._classes:
+            self._load(name.partition(".")[0])
         try:
             cls, fields, checks = self._classes[name]
-        except (KeyError, TypeError):
+        except KeyError:
             raise CacheFormatError(f"unknown type {name!r}") from None
         if type(values) is not list or len(values) != len(fields):
             raise CacheFormatError(f"{name}: {len(fields)} field values expected")
@@ -118,6 +127,8 @@ class _Registry:
 
 def _kinds(hint):
     """The Python types a value annotated ``hint`` may have, or None for any."""
+    import typing
+
     if hint is None or hint is typing.Any:
         return None
     if isinstance(hint, type):
@@ -141,7 +152,7 @@ def _kinds(hint):
 # the modules whose dataclasses an entry may hold (the front ends' results and the facts they are made of)
 _TYPE_MODULES = ("kernel_ports.facts", "kernel_ports.frontend.clang_fe", "kernel_ports.frontend.witness",
                  "kernel_ports.frontend.hip", "kernel_ports.frontend.rust", "kernel_ports.findings")
-TYPES = _Registry()
+TYPES = _Registry(_TYPE_MODULES)
 
 
 def _to_data(obj):
@@ -216,3 +227,34 @@ def decode(key: str, data: bytes):
         raise
     except (ValueError, TypeError, RecursionError) as exc:
         raise CacheFormatError(f"unreadable body: {type(exc).__name__}") from None
+
+
+def read_entry(path, key: str):
+    """The value stored at ``path`` under ``key``; None for a missing, unreadable, foreign or damaged entry."""
+    try:
+        with open(path, "rb") as fh:
+            return decode(key, fh.read(MAX_ENTRY_BYTES + 1))
+    except (OSError, CacheFormatError):
+        return None
+
+
+def write_entry(path: Path, key: str, value) -> None:
+    """Store ``value`` at ``path`` atomically; a value that is not plain data, or a failed write, stores nothing."""
+    import tempfile
+
+    try:
+        data = encode(key, value)
+    except (TypeError, ValueError, RecursionError):
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError:
+        pass

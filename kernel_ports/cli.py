@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 from kernel_ports import __version__
@@ -133,6 +132,8 @@ def write_output(text: str, output: str | None) -> None:
     if output is None:
         sys.stdout.write(text)
         return
+    import tempfile
+
     target = Path(output)
     try:
         fd, tmp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".", prefix=f".{target.name}.", suffix=".tmp")
@@ -144,21 +145,30 @@ def write_output(text: str, output: str | None) -> None:
 
 
 def cmd_check(args) -> int:
+    from kernel_ports import checkcache
     from kernel_ports.findings import Policy, SelectionError, parse_selection
-    from kernel_ports.project import analyze
-    from kernel_ports.reporters import FORMATS
 
     try:
         select, ignore = parse_selection(args.select), parse_selection(args.ignore)
     except SelectionError as exc:
         raise UsageError(f"kernel-ports: {exc}") from None
     _check_run_args(args)
-    registry = _load(args)
-    kernel_severity = {k.name: k.severity for k in registry.kernels if k.severity}
-    policy = Policy(select=select, ignore=ignore, severity=registry.severity, kernel_severity=kernel_severity)
-    result = analyze(registry, _options(args, policy))
-    write_output(FORMATS[args.format](result.findings, result.summary), args.output)
-    return EXIT_FINDINGS if result.summary["counts"]["error"] else EXIT_CLEAN
+    known = checkcache.lookup(args)  # every input unchanged since a check that answered: its answer
+    if known is not None:
+        findings, summary = known
+    else:
+        from kernel_ports.project import analyze
+
+        registry = _load(args)
+        kernel_severity = {k.name: k.severity for k in registry.kernels if k.severity}
+        policy = Policy(select=select, ignore=ignore, severity=registry.severity, kernel_severity=kernel_severity)
+        result = analyze(registry, _options(args, policy))
+        checkcache.store(args, registry, result)
+        findings, summary = result.findings, result.summary
+    from kernel_ports.reporters import FORMATS
+
+    write_output(FORMATS[args.format](findings, summary), args.output)
+    return EXIT_FINDINGS if summary["counts"]["error"] else EXIT_CLEAN
 
 
 def cmd_facts(args) -> int:
@@ -301,9 +311,14 @@ COMMANDS = {
 }
 
 
-def main(argv=None) -> int:
-    from kernel_ports.registry.load import RegistryError
+def _registry_error(exc) -> bool:
+    # the registry loader is imported only by commands that read a registry (a check answered from its cache
+    # entry does not), so its error class is looked up where it may have come from
+    load = sys.modules.get("kernel_ports.registry.load")
+    return load is not None and isinstance(exc, load.RegistryError)
 
+
+def main(argv=None) -> int:
     try:
         args = build_parser().parse_args(argv)
         if args.command is None:
@@ -312,15 +327,15 @@ def main(argv=None) -> int:
     except UsageError as exc:
         print(str(exc), file=sys.stderr)
         return EXIT_ERROR
-    except RegistryError as exc:
-        print(f"kernel-ports: registry error: {exc}", file=sys.stderr)
-        return EXIT_ERROR
     except KeyboardInterrupt:
         print("kernel-ports: interrupted", file=sys.stderr)
         return EXIT_ERROR
     except BrokenPipeError:
         return EXIT_ERROR
     except Exception as exc:  # an internal error is still one line and exit 2
+        if _registry_error(exc):
+            print(f"kernel-ports: registry error: {exc}", file=sys.stderr)
+            return EXIT_ERROR
         if os.environ.get("KERNEL_PORTS_DEBUG"):
             raise
         print(f"kernel-ports: internal error: {type(exc).__name__}: {exc} (set KERNEL_PORTS_DEBUG=1 for a traceback)", file=sys.stderr)

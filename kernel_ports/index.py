@@ -204,31 +204,12 @@ class _Cache:
 
     def get(self, key: str):
         p = self._path(key)
-        if p is None:
-            return None
-        try:
-            with open(p, "rb") as fh:
-                data = fh.read(cachefmt.MAX_ENTRY_BYTES + 1)
-            return cachefmt.decode(key, data)
-        except (OSError, cachefmt.CacheFormatError):
-            return None
+        return None if p is None else cachefmt.read_entry(p, key)
 
     def put(self, key: str, value) -> None:
         p = self._path(key)
-        if p is None:
-            return
-        try:
-            data = cachefmt.encode(key, value)
-        except (TypeError, ValueError, RecursionError):
-            return  # not plain data: left uncached, parsed again next time
-        try:
-            p.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=p.parent, suffix=".tmp")
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, p)
-        except OSError:
-            pass
+        if p is not None:
+            cachefmt.write_entry(p, key, value)
 
 
 # --------------------------------------------------------------------------
