@@ -627,8 +627,11 @@ def _definitions_key(witness_key: str) -> str:
 
 
 def _focus_inputs(registry) -> tuple:
-    defines = {_define_name(d) for d in registry.compile.defines}
-    defines |= {_define_name(d) for c in registry.compile.configurations for d in c.defines}
+    # a define whose value holds no name (`MLXCEL_API=`, `X`, `N=4`) expands to nothing that can call or name
+    # anything, so mentioning it does not make a declaration interesting (an engine marks every exported
+    # function with such an attribute macro)
+    every = list(registry.compile.defines) + [d for c in registry.compile.configurations for d in c.defines]
+    defines = {_define_name(d) for d in every if re.search(r"[A-Za-z_]", d.partition("=")[2])}
     return tuple(sorted(focus.seeds(registry))), tuple(sorted(focus.backend_queries(registry))), tuple(sorted(defines))
 
 
