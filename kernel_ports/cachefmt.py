@@ -8,10 +8,12 @@ nothing read from it may execute: entries are JSON, never pickle. An entry is
 
 and the body is JSON in which every object is a tagged value: ``{"t": [...]}``
 a tuple, ``{"f": [...]}`` a frozenset, ``{"s": [...]}`` a set, ``{"m": [[k, v],
-...]}`` a dict (keys of any hashable kind), ``{"d": NAME, "v": [...]}`` an
-instance of one of the dataclasses named in :data:`TYPES` (the front ends'
-results and the facts), its field values in declaration order. Lists, strings,
-numbers, booleans and null are themselves.
+...]}`` a dict (keys of any hashable kind), ``{NAME: [...]}`` (a name of more
+than one character, ``module.Class``) an instance of one of the dataclasses
+named in :data:`TYPES` (the front ends' results and the facts), its field values
+in declaration order, a field declared a tuple, frozenset, set or dict as a plain
+array (a dict's as pairs). Lists,
+strings, numbers, booleans and null are themselves.
 
 Decoding is typed and generic over dataclass fields: a class is looked up only
 among :data:`TYPES` (a name from the file never reaches ``import`` or
@@ -38,7 +40,7 @@ import os
 import sys
 from pathlib import Path
 
-FORMAT = "kernel-ports-cache/2"
+FORMAT = "kernel-ports-cache/4"
 MAX_ENTRY_BYTES = 256 * 1024 * 1024
 # The entries' directory under the cache directory. Entries of earlier versions (``v1`` held pickles) live
 # elsewhere and are never read.
@@ -94,9 +96,19 @@ class _Registry:
             hints = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
         except Exception:  # an annotation that cannot be evaluated is checked as "anything"
             hints = {}
-        checks = tuple(_kinds(hints.get(f)) for f in fields)
-        self._classes[name] = (cls, fields, checks)
+        kinds = tuple(_kinds(hints.get(f)) for f in fields)
+        checks = tuple(k or object for k in kinds)
+        # fields declared a tuple, frozenset, set or dict are stored as plain arrays (a dict's as [key, value]
+        # pairs), made that kind again by the decoder: most of an entry's objects would otherwise be tags
+        as_list = tuple((i, _PLAIN[k[0]]) for i, k in enumerate(kinds) if k is not None and len(k) == 1 and k[0] in _PLAIN)
+        self._classes[name] = (cls, fields, checks, as_list)
         self._names[cls] = name
+
+    def layout(self, cls) -> tuple:
+        """(name, field names, (index, kind) of each field stored as a plain array) of a cacheable class."""
+        name = self.name_of(cls)
+        _, fields, _, as_list = self._classes[name]
+        return name, fields, as_list
 
     def name_of(self, cls) -> str:
         if cls not in self._names:
@@ -112,17 +124,26 @@ class _Registry:
         if name not in self._classes:
             self._load(name.partition(".")[0])
         try:
-            cls, fields, checks = self._classes[name]
+            cls, fields, checks, as_list = self._classes[name]
         except KeyError:
             raise CacheFormatError(f"unknown type {name!r}") from None
         if type(values) is not list or len(values) != len(fields):
             raise CacheFormatError(f"{name}: {len(fields)} field values expected")
-        for fname, check, value in zip(fields, checks, values):
-            if check is not None and not isinstance(value, check):
-                raise CacheFormatError(f"{name}.{fname}: unexpected {type(value).__name__}")
+        try:
+            for i, kind in as_list:
+                if type(values[i]) is list:
+                    values[i] = kind(values[i])
+        except (TypeError, ValueError):
+            raise CacheFormatError(f"{name}: a container field that cannot be rebuilt") from None
+        if not all(map(isinstance, values, checks)):
+            bad = next(f for f, c, v in zip(fields, checks, values) if not isinstance(v, c))
+            raise CacheFormatError(f"{name}.{bad}: a value of another kind")
         obj = object.__new__(cls)
         obj.__dict__.update(zip(fields, values))  # frozen classes too: no __init__ or __setattr__ runs
         return obj
+
+
+_PLAIN = {tuple: tuple, frozenset: frozenset, set: set, dict: dict}
 
 
 def _kinds(hint):
@@ -168,7 +189,13 @@ def _to_data(obj):
     if t is dict:
         return {"m": [[_to_data(k), _to_data(v)] for k, v in obj.items()]}
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {"d": TYPES.name_of(t), "v": [_to_data(obj.__dict__[f.name]) for f in dataclasses.fields(obj)]}
+        name, fields, as_list = TYPES.layout(t)
+        values = [_to_data(obj.__dict__[f]) for f in fields]
+        for i, kind in as_list:  # a plain array: the decoder makes it the declared kind again
+            v = obj.__dict__[fields[i]]
+            if type(v) is kind:
+                values[i] = [[_to_data(k), _to_data(x)] for k, x in v.items()] if kind is dict else [_to_data(x) for x in v]
+        return {name: values}
     raise TypeError(f"{t.__name__} cannot be stored in the cache")
 
 
@@ -184,6 +211,8 @@ def _from_object(o: dict):
     if len(o) == 1:
         (tag, v), = o.items()
         if type(v) is list:
+            if len(tag) > 1:  # a dataclass, by name
+                return TYPES.build(tag, v)
             if tag == "t":
                 return tuple(v)
             if tag == "f":
@@ -194,8 +223,6 @@ def _from_object(o: dict):
                 if not all(type(kv) is list and len(kv) == 2 for kv in v):
                     raise CacheFormatError("a dict entry is not a pair")
                 return {_hashable(k): val for k, val in v}
-    elif len(o) == 2 and "d" in o and "v" in o:
-        return TYPES.build(o["d"], o["v"])
     raise CacheFormatError("an untagged object")
 
 

@@ -64,7 +64,7 @@ def test_planted_pickles_run_nothing_and_change_nothing(cold, capsys, tmp_path):
     assert not marker.exists(), "a cache entry ran code"
     # the entries were written again, as data
     rewritten = [p for p in _entries(cache) if p.suffix == ".json"]
-    assert rewritten and all(p.read_bytes().startswith(b'{"format": "kernel-ports-cache/2"') for p in rewritten)
+    assert rewritten and all(p.read_bytes().startswith(b'{"format": "%s"' % cachefmt.FORMAT.encode()) for p in rewritten)
     assert _check(capsys, cache) == expected
 
 
@@ -102,10 +102,11 @@ def test_round_trip_of_facts_and_containers():
 @pytest.mark.parametrize(
     "body",
     [
-        b'{"d":"builtins.object","v":[]}',  # not a cacheable type
-        b'{"d":"os.system","v":["true"]}',
-        b'{"d":"facts.Location","v":["a.cpp",1]}',  # a field missing
-        b'{"d":"facts.Location","v":["a.cpp","one",1]}',  # a field of the wrong kind
+        b'{"builtins.object":[]}',  # not a cacheable type
+        b'{"os.system":["true"]}',
+        b'{"facts.Location":["a.cpp",1]}',  # a field missing
+        b'{"facts.Location":["a.cpp","one",1]}',  # a field of the wrong kind
+        b'{"facts.Location":["a.cpp",1,2],"x":1}',  # two keys
         b'{"x":1}',  # an untagged object
         b'{"f":[[1]]}',  # an unhashable set element
         b"[" * 100000 + b"]" * 100000,  # nesting deep enough to exhaust the decoder
@@ -125,5 +126,7 @@ def test_other_key_or_format_is_rejected():
         cachefmt.decode("other", data)
     with pytest.raises(cachefmt.CacheFormatError):
         cachefmt.decode("k", data.replace(cachefmt.FORMAT.encode(), b"kernel-ports-cache/1"))
+    with pytest.raises(cachefmt.CacheFormatError):
+        cachefmt.decode("k", data[:-1])
     with pytest.raises(TypeError):
         cachefmt.encode("k", object())  # what is not plain data is not stored
