@@ -45,8 +45,10 @@ def build_parser() -> argparse.ArgumentParser:
     _common(check)
     check.add_argument("--select", default=None, help="codes or prefixes to report, e.g. KP1,KP201")
     check.add_argument("--ignore", default=None, help="codes or prefixes not to report")
-    check.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text")
+    check.add_argument("--format", choices=CHECK_FORMATS, default="text")
     check.add_argument("--output", default=None, help="write the report here instead of stdout")
+    check.add_argument("--also", action="append", default=[], metavar="FORMAT=FILE",
+                       help="also write the same run's report in FORMAT to FILE (repeatable), e.g. --also sarif=out.sarif")
 
     facts = sub.add_parser("facts", help="dump the project index")
     _common(facts)
@@ -153,6 +155,7 @@ def cmd_check(args) -> int:
     except SelectionError as exc:
         raise UsageError(f"kernel-ports: {exc}") from None
     _check_run_args(args)
+    extra = _also_outputs(args.also, args.output)
     known = checkcache.lookup(args)  # every input unchanged since a check that answered: its answer
     if known is not None:
         findings, summary = known
@@ -167,8 +170,27 @@ def cmd_check(args) -> int:
         findings, summary = result.findings, result.summary
     from kernel_ports.reporters import FORMATS
 
+    for fmt, path in extra:
+        write_output(FORMATS[fmt](findings, summary), path)
     write_output(FORMATS[args.format](findings, summary), args.output)
     return EXIT_FINDINGS if summary["counts"]["error"] else EXIT_CLEAN
+
+
+CHECK_FORMATS = ("text", "json", "sarif", "github")
+
+
+def _also_outputs(items: list, output) -> list:
+    """``--also FORMAT=FILE`` values as (format, file), judged before anything runs."""
+    out = []
+    for item in items:
+        fmt, sep, path = item.partition("=")
+        if not sep or fmt not in CHECK_FORMATS or not path:
+            raise UsageError(f"kernel-ports: --also: expected FORMAT=FILE with FORMAT one of {', '.join(CHECK_FORMATS)}, got {item!r}")
+        out.append((fmt, path))
+    paths = [p for _, p in out] + ([output] if output else [])
+    if len(set(paths)) != len(paths):
+        raise UsageError("kernel-ports: --also: each report needs its own file")
+    return out
 
 
 def cmd_facts(args) -> int:
