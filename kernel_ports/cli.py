@@ -36,6 +36,12 @@ def _common(p: argparse.ArgumentParser, *, with_run=True):
         p.add_argument("--compile-commands", default=None, help="compile_commands.json to take flags from")
 
 
+def _baseline_flags(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--baseline", action="store_true", help=what)
+    p.add_argument("--tracking", default=None, metavar="REF", help="tracking reference of baseline exemptions "
+                   "(an issue or URL; default: 'baseline of <today>')")
+
+
 def build_parser(only_check: bool = False) -> argparse.ArgumentParser:
     """The command line; with ``only_check`` just the ``check`` command (what a gate runs: building every
     subcommand's options is a tenth of a check answered from its cache entry)."""
@@ -69,6 +75,8 @@ def _add_others(sub) -> None:
     _common(matrix)
     matrix.add_argument("--format", choices=("markdown", "html", "json"), default="markdown")
     matrix.add_argument("--output", default=None)
+    matrix.add_argument("--link-template", default=None, metavar="URL",
+                        help="html: link file:line through this URL, e.g. https://github.com/o/r/blob/main/{path}#L{line}")
 
     status = sub.add_parser("status", help="per-kernel checklist for adding a backend's ports")
     _common(status)
@@ -76,15 +84,21 @@ def _add_others(sub) -> None:
     status.add_argument("--format", choices=("text", "json"), default="text")
     status.add_argument("--output", default=None)
 
+    port = sub.add_parser("port", help="generate a kernel's port for a backend from its port for another")
+    _common(port)
+    port.add_argument("backend", choices=("rocm", "cuda"), help="the backend to generate the port for (rocm from cuda, cuda from rocm)")
+    port.add_argument("kernel", help="the registry's kernel name")
+    port.add_argument("--write", action="store_true", help="write the files and the registry (default: print a unified diff)")
+
     init = sub.add_parser("init", help="write a registry for a tree that has none")
     init.add_argument("--root", required=True, help="source tree to describe")
     init.add_argument("--output", default=None, help="write the registry here (default: stdout)")
     init.add_argument("--force", action="store_true", help="overwrite --output if it exists")
     init.add_argument("--include", action="append", default=[], metavar="GLOB", help="source glob under the root (repeatable; default **)")
     init.add_argument("--exclude", action="append", default=[], metavar="GLOB", help="glob to leave out (repeatable)")
-    init.add_argument("--define", action="append", default=[], metavar="NAME[=VALUE]", help="define for every parse (repeatable)")
-    init.add_argument("--include-dir", action="append", default=[], metavar="DIR", help="include directory, relative to the root or absolute (repeatable)")
-    init.add_argument("--config", action="append", default=[], metavar="NAME=DEF,...", help="a build configuration: its defines (repeatable)")
+    init.add_argument("--define", action="append", default=[], metavar="NAME[=VALUE]", help="define for every parse (repeatable; replaces the inferred export-attribute defines)")
+    init.add_argument("--include-dir", action="append", default=[], metavar="DIR", help="include directory, relative to the root or absolute (repeatable; init adds the tree folders it still needs)")
+    init.add_argument("--config", action="append", default=[], metavar="NAME=DEF,...", help="a build configuration: its defines (repeatable; replaces the configurations inferred from #if guards)")
     init.add_argument("--std", default="c++20", help="C++ standard for the Clang front end (default c++20)")
     init.add_argument("--helper-file", action="append", default=None, metavar="PATH", help="helper file (repeatable; default: inferred from the code)")
     init.add_argument("--test-seam", action="append", default=None, metavar="NAME", help="test seam function (repeatable; default set_rocm_port_warp_size_for_tests)")
@@ -95,6 +109,7 @@ def _add_others(sub) -> None:
     init.add_argument("--jobs", type=int, default=max(1, min(2, os.cpu_count() or 1)), help="parser processes")
     init.add_argument("--no-cache", action="store_true", help="parse everything afresh")
     init.add_argument("--compile-commands", default=None, help="compile_commands.json to take flags from")
+    _baseline_flags(init, "record every finding of the first check as an exemption, so the gate starts green")
 
     sync = sub.add_parser("sync", help="compare the registry with the code (--check) or refresh it (--write)")
     _common(sync)
@@ -102,6 +117,7 @@ def _add_others(sub) -> None:
     mode.add_argument("--check", dest="mode", action="store_const", const="check", help="print the diff; exit 1 if there is one (default)")
     mode.add_argument("--write", dest="mode", action="store_const", const="write", help="rewrite the registry in place, atomically")
     sync.set_defaults(mode="check")
+    _baseline_flags(sync, "add today's unexempted findings as exemptions (instead of refreshing from the code)")
 
     explain = sub.add_parser("explain", help="rationale and examples for a rule")
     explain.add_argument("code", nargs="?", help="a rule code; omit to list them all")
@@ -134,7 +150,7 @@ def _options(args, policy=None):
     from kernel_ports.findings import Policy
     from kernel_ports.project import Options
 
-    return Options(policy=policy or Policy(), jobs=args.jobs, use_cache=not args.no_cache, cache_dir=args.cache_dir,
+    return Options(policy=policy or Policy(), jobs=args.jobs, use_cache=not args.no_cache, cache_dir=getattr(args, "cache_dir", None),
                    compile_commands=args.compile_commands)
 
 
@@ -222,8 +238,28 @@ def _index(args):
 def cmd_matrix(args) -> int:
     from kernel_ports.coverage import matrix_rows, render_matrix
 
+    if args.link_template is not None and (args.format != "html" or "{path}" not in args.link_template):
+        raise UsageError("kernel-ports: --link-template needs --format html and a {path} (and optionally {line}) in the URL")
+    if args.format == "html":
+        return _dashboard(args)
     registry, index = _index(args)
     write_output(render_matrix(matrix_rows(registry, index), args.format), args.output)
+    return EXIT_CLEAN
+
+
+def _dashboard(args) -> int:
+    from kernel_ports.coverage import matrix_rows, rocm_checklist
+    from kernel_ports.dashboard import render_dashboard
+    from kernel_ports.findings import Policy
+    from kernel_ports.project import analyze
+
+    _check_run_args(args)
+    registry = _load(args)
+    result = analyze(registry, _options(args, Policy(severity=registry.severity)))
+    rows = matrix_rows(registry, result.index)
+    page = render_dashboard(rows, rocm_checklist(registry, result.index, result.findings), result.findings,
+                            result.summary, args.link_template)
+    write_output(page, args.output)
     return EXIT_CLEAN
 
 
@@ -240,10 +276,38 @@ def cmd_status(args) -> int:
     return EXIT_CLEAN
 
 
+def cmd_port(args) -> int:
+    from kernel_ports.port.apply import run_port, write_port
+    from kernel_ports.port.generate import PortError
+
+    _check_run_args(args)
+    registry = _load(args)
+    try:
+        outcome = run_port(registry, args.kernel, args.backend, _options(args))
+        for line in outcome.summary():
+            print(f"kernel-ports: port: {line}", file=sys.stderr)
+        if not args.write:
+            sys.stdout.write(outcome.diff(registry.root, registry.path))
+            return EXIT_CLEAN
+        for line in write_port(outcome, registry):
+            print(f"kernel-ports: port: {line}", file=sys.stderr)
+    except PortError as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise UsageError(f"kernel-ports: port: cannot write: {exc}") from None
+    return EXIT_CLEAN
+
+
+def _check_baseline_args(args) -> None:
+    if args.tracking is not None and not args.baseline:
+        raise UsageError("kernel-ports: --tracking is the reference of baseline exemptions; it needs --baseline")
+
+
 def cmd_init(args) -> int:
     from kernel_ports.sync import InitOptions, SyncError, build_init, write_atomically
 
     _check_run_args(args)
+    _check_baseline_args(args)
     if args.output is not None:
         target = Path(args.output)
         if target.is_dir():
@@ -260,12 +324,21 @@ def cmd_init(args) -> int:
         test_seams=tuple(args.test_seam) if args.test_seam is not None else None,
         table_type=args.table_type, selector=args.selector, has_port=args.has_port,
         backend_queries=tuple(args.backend_query))
-    try:
-        text, notes = build_init(opts, jobs=args.jobs, use_cache=not args.no_cache)
-    except SyncError as exc:
-        raise UsageError(str(exc)) from None
-    for note in notes:
-        print(f"kernel-ports: init: {note}", file=sys.stderr)
+    from kernel_ports.adopt import check_written, default_tracking
+
+    # --no-cache: nothing from an earlier run is read, but the check init runs reuses init's own parses
+    with tempfile.TemporaryDirectory(prefix="kernel-ports-init-") as private:
+        cache_dir = private if args.no_cache else None
+        try:
+            text, notes = build_init(opts, jobs=args.jobs, use_cache=True, cache_dir=cache_dir)
+        except SyncError as exc:
+            raise UsageError(str(exc)) from None
+        for note in notes:
+            print(f"kernel-ports: init: {note}", file=sys.stderr)
+        text, lines = check_written(text, Path(args.root).resolve(), jobs=args.jobs, cache_dir=cache_dir,
+                                    baseline=args.baseline, tracking=args.tracking or default_tracking())
+    for line in lines:
+        print(f"kernel-ports: init: {line}", file=sys.stderr)
     if args.output is None:
         sys.stdout.write(text)
         return EXIT_CLEAN
@@ -283,7 +356,10 @@ def cmd_sync(args) -> int:
     from kernel_ports.sync import SyncError, compute_sync, validate_text, write_atomically
 
     _check_run_args(args)
+    _check_baseline_args(args)
     registry = _load(args)
+    if args.baseline:
+        return _sync_baseline(args, registry)
     scope = resolve_scope(registry)
     index = build_project_index(registry, scope, _options(args))
     try:
@@ -314,6 +390,40 @@ def cmd_sync(args) -> int:
     return EXIT_FINDINGS
 
 
+def _sync_baseline(args, registry) -> int:
+    from kernel_ports.adopt import default_tracking, sync_baseline
+    from kernel_ports.findings import Policy
+    from kernel_ports.sync import SyncError, validate_text, write_atomically
+
+    old, new, added, unjudged = sync_baseline(registry, _options(args, Policy(severity=registry.severity)),
+                                    args.tracking or default_tracking())
+    name = str(registry.path)
+    if unjudged:
+        print(f"kernel-ports: sync: {unjudged} KP901/KP902 finding(s) not recorded: a file or construct the check "
+              "cannot judge is fixed, not exempted", file=sys.stderr)
+    if not added:
+        print(f"kernel-ports: sync: {name}: no unexempted finding to record", file=sys.stderr)
+        return EXIT_CLEAN
+    try:
+        validate_text(new, registry)
+    except SyncError as exc:
+        raise UsageError(str(exc)) from None
+    if args.mode == "write":
+        try:
+            write_atomically(registry.path, new)
+        except OSError as exc:
+            raise UsageError(f"kernel-ports: sync: cannot write {name}: {exc.strerror}") from None
+        print(f"kernel-ports: sync: {name}: {added} baseline exemption(s) recorded", file=sys.stderr)
+        return EXIT_CLEAN
+    import difflib
+
+    sys.stdout.write("".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), fromfile=f"{name} (registry)",
+                                                  tofile=f"{name} (with the baseline)")))
+    print(f"kernel-ports: sync: {added} finding(s) would be recorded; run `kernel-ports sync --baseline --write`",
+          file=sys.stderr)
+    return EXIT_FINDINGS
+
+
 def cmd_explain(args) -> int:
     from kernel_ports.explain import explain_text
     from kernel_ports.findings import RULES
@@ -338,6 +448,7 @@ COMMANDS = {
     "sync": cmd_sync,
     "matrix": cmd_matrix,
     "status": cmd_status,
+    "port": cmd_port,
     "explain": cmd_explain,
 }
 

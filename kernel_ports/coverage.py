@@ -8,9 +8,8 @@ rules that judge an item, so the checklist can never disagree with `check`.
 
 from __future__ import annotations
 
-import html
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 
 from kernel_ports.checkers.dtype_keys import DtypeKeys
 from kernel_ports.registry.model import BACKENDS
@@ -28,6 +27,8 @@ class KernelRow:
     dispatch_sites: tuple  # "path:line entry_point -> fallback"
     in_code: bool
     in_registry: bool
+    line: int = 0  # the table function's line in `file` (0: not in code)
+    slot_lines: dict = field(default_factory=dict)  # backend -> line of its slot initializer
 
 
 def matrix_rows(registry, index) -> list[KernelRow]:
@@ -52,6 +53,8 @@ def matrix_rows(registry, index) -> list[KernelRow]:
                 ),
                 in_code=True,
                 in_registry=kernel is not None,
+                line=table.loc.line,
+                slot_lines={b: s.loc.line for b, s in table.slots.items() if s is not None and s.loc is not None},
             )
         )
     for kernel in registry.kernels:
@@ -63,6 +66,7 @@ def matrix_rows(registry, index) -> list[KernelRow]:
 
 
 def render_matrix(rows: list[KernelRow], fmt: str) -> str:
+    """markdown or json; the html page is `kernel_ports.dashboard`."""
     if fmt == "json":
         return json.dumps({"version": 1, "backends": list(BACKENDS), "kernels": [asdict(r) for r in rows]}, indent=2) + "\n"
     header = ["kernel", "table", *BACKENDS, "any-wave", "predicates", "dispatch sites"]
@@ -78,10 +82,6 @@ def render_matrix(rows: list[KernelRow], fmt: str) -> str:
         status = status if r.in_code else " (not in code)"
         return [r.kernel + status, r.table, *ports, "yes" if r.rocm_any_wave_size else "no", ", ".join(r.predicates) or "—", "; ".join(r.dispatch_sites) or "—"]
 
-    if fmt == "html":
-        head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells(r)) + "</tr>\n" for r in rows)
-        return f"<!doctype html>\n<meta charset=\"utf-8\">\n<title>kernel ports</title>\n<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}</tbody>\n</table>\n"
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(c.replace("|", "\\|") for c in cells(r)) + " |" for r in rows]
     totals = {b: sum(bool(r.ports[b]) for r in rows) for b in BACKENDS}
@@ -98,6 +98,8 @@ class Item:
     name: str
     done: bool
     detail: str
+    where: str = ""  # path:line the next step is taken at ("" when done)
+    next_step: str = ""  # what to do about it ("" when done)
 
 
 def rocm_checklist(registry, index, findings) -> dict:
@@ -142,8 +144,57 @@ def rocm_checklist(registry, index, findings) -> dict:
                 f"{kernel.where.path}:{kernel.where.line}" if kernel else "not in the registry",
             ),
         ]
-        by_kernel[row.kernel] = items
+        steps = _NextSteps(registry, index, row, table, kernel, lane_problems, invocations, dtype_problems)
+        by_kernel[row.kernel] = [i if i.done else replace(i, **steps.of(i.name)) for i in items]
     return by_kernel
+
+
+class _NextSteps:
+    """For an item not done: where to act (path:line) and what to do, in the engine's own terms."""
+
+    def __init__(self, registry, index, row, table, kernel, lane_problems, invocations, dtype_problems):
+        self.row, self.table, self.kernel = row, table, kernel
+        self.registry, self.lane, self.dtype = registry, lane_problems, dtype_problems
+        self.invocations = invocations
+        cuda = table.slots.get("cuda") if table else None
+        self.cuda = cuda
+        self.table_at = f"{table.loc.path}:{table.loc.line}" if table else (
+            f"{kernel.where.path}:{kernel.where.line}" if kernel else str(registry.path))
+        calls = [f for f in (cuda.factory_calls if cuda else ()) if f.backend == "cuda"]
+        consts = [h for f in calls for c in f.source_constants for h in index.hip_source(c)]
+        self.cuda_body_at = f"{consts[0].loc.path}:{consts[0].loc.line}" if consts else self.table_at
+        acc = next((c for c in (cuda.chain if cuda else ()) if c.kind == "accessor" and c.loc), None)
+        self.cuda_accessor_at = f"{acc.loc.path}:{acc.loc.line}" if acc else self.table_at
+        self.gen = f"run `kernel-ports port rocm {row.kernel}`, or " if cuda else ""
+
+    def of(self, name: str) -> dict:
+        where, step = {
+            "HIP source constant": (self.cuda_body_at, f"{self.gen}add a raw-string *_HIP_SOURCE constant "
+                                    "(the body in a *_hip.h header next to the launcher) compiled by hip_kernel"),
+            "holder calling hip_kernel": (self.cuda_accessor_at, f"{self.gen}add an accessor whose holder calls "
+                                          "hip_kernel, behind the ROCm build define"),
+            "table slot .rocm": (self.table_at, f"{self.gen}add a `.rocm` slot returning the HIP accessor's "
+                                 f".get() to {self.row.table}"),
+            "predicate reads the table": (self.table_at, f"answer the support predicate with has_kernel_port({self.row.table}())"),
+            "dtype keys on every invocation": self._dtype(),
+            "wave-size decision": self._wave(),
+            "registry entry": (f"{self.kernel.where.path}:{self.kernel.where.line}" if self.kernel else str(self.registry.path),
+                               "run `kernel-ports sync --write` and review the registry diff"),
+        }[name]
+        return {"where": where, "next_step": step}
+
+    def _dtype(self) -> tuple:
+        if not self.invocations:
+            return self.table_at, "launch the kernel through select_kernel_port on this table"
+        first = sorted(self.dtype)[0].split(" ")[0] if self.dtype else self.table_at
+        return first, "name an input dtype in the launch's template args, e.g. {\"T\", x.dtype()}"
+
+    def _wave(self) -> tuple:
+        if self.lane:
+            f = self.lane[0]
+            return f"{f.path}:{f.line}", "remove the lane operations from the HIP body, or leave rocm_any_wave_size false"
+        return self.table_at, ("add the .rocm slot first; then leave rocm_any_wave_size false (wave32 only), or set it "
+                               "after a run at wavefront width 64 when the body uses no lane operation")
 
 
 def render_checklist(checklist: dict, fmt: str) -> str:
@@ -158,5 +209,7 @@ def render_checklist(checklist: dict, fmt: str) -> str:
         lines.append(f"{kernel}: {done}/{len(items)}")
         for item in items:
             lines.append(f"  [{'x' if item.done else ' '}] {item.name}: {item.detail}")
+            if item.next_step:
+                lines.append(f"      next: {item.where}: {item.next_step}")
     lines.append(f"{complete} of {len(checklist)} kernels have a complete ROCm port")
     return "\n".join(lines) + "\n"

@@ -54,6 +54,7 @@ class Finding:
     kernel: str | None = None
     configuration: str | None = None
     severity: str = ""  # filled by apply_policy from the catalogue and registry
+    symbol: str | None = None  # the construct it sits in (function or declaration), when an exemption asks for it
 
     @property
     def name(self) -> str:
@@ -119,7 +120,13 @@ def _exemption_matches(exemption, finding: Finding) -> bool:
         return False
     if exemption.kernel is not None and exemption.kernel != finding.kernel:
         return False
-    return finding.path == exemption.path or fnmatch.fnmatchcase(finding.path, exemption.path)
+    if exemption.symbol is not None and exemption.symbol != finding.symbol:
+        return False
+    return path_matches(exemption.path, finding.path)
+
+
+def path_matches(pattern: str, path: str) -> bool:
+    return path == pattern or fnmatch.fnmatchcase(path, pattern)
 
 
 def apply_policy(findings, registry, policy: Policy) -> list[Finding]:
@@ -138,7 +145,8 @@ def apply_policy(findings, registry, policy: Policy) -> list[Finding]:
             missing = " and ".join(x for x, v in (("reason", exemption.reason), ("tracking reference", exemption.tracking)) if not v)
             kept.append(Finding("KP402", where.path, where.line, where.column, f"exemption for {exemption.rule} at {exemption.path!r} has no {missing}; add why it is needed and the issue that tracks its removal", kernel=exemption.kernel))
         if i not in used and policy.selected(exemption.rule):
-            kept.append(Finding("KP401", where.path, where.line, where.column, f"exemption for {exemption.rule} at {exemption.path!r} suppresses nothing; remove it", kernel=exemption.kernel))
+            at = f"{exemption.path!r}" + (f" in {exemption.symbol}" if exemption.symbol else "")
+            kept.append(Finding("KP401", where.path, where.line, where.column, f"exemption for {exemption.rule} at {at} suppresses nothing; remove it", kernel=exemption.kernel))
     out = [replace(f, severity=policy.severity_of(f)) for f in kept if policy.selected(f.rule)]
     # One finding per place and message: a header seen by several units is reported once.
     unique = {(f.rule, f.path, f.line, f.column, f.message, f.kernel, f.configuration): f for f in out}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kernel_ports.adopt import annotate_symbols, untabled_notes
 from kernel_ports.checkers import Context, all_rules
 from kernel_ports.findings import Finding, Policy, apply_policy
 from kernel_ports.scope import resolve_scope
@@ -58,7 +59,7 @@ def analyze(registry, options: Options | None = None) -> Result:
         raw.extend(f for f in rule.check(ctx) if f.rule in rule.codes)
     # Exemptions are judged with the findings (KP401 stale, KP402 invalid).
     rules_run.extend(c for c in ("KP401", "KP402") if options.policy.selected(c))
-    findings = apply_policy(raw, registry, options.policy)
+    findings = apply_policy(annotate_symbols(raw, registry), registry, options.policy)
     summary = make_summary(registry, scope, index, findings, sorted(set(rules_run)))
     return Result(findings, summary, index, scope)
 
@@ -78,7 +79,7 @@ def make_summary(registry, scope, index, findings, rules_run) -> dict:
             "rust_gates": len(index.rust_gates),
         }
     )
-    return {
+    summary = {
         "root": str(registry.root),
         "root_uri": registry.root.resolve().as_uri() + "/",
         "registry": str(registry.path),
@@ -86,3 +87,7 @@ def make_summary(registry, scope, index, findings, rules_run) -> dict:
         "counts": counts,
         "rules_run": rules_run,
     }
+    notes = untabled_notes(index, registry)
+    if notes:
+        summary["notes"] = notes
+    return summary

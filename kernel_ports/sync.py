@@ -249,7 +249,8 @@ def render_kernel(entry: dict, indent: int = 2) -> list:
     return lines
 
 
-def render_registry(registry, root_text: str, kernels: list, launchers, helper_files, seams: dict, notes=()) -> str:
+def render_registry(registry, root_text: str, kernels: list, launchers, helper_files, seams: dict, notes=(),
+                    inferred=None) -> str:
     comp = registry.compile
     conv = registry.conventions
     out = [
@@ -266,11 +267,14 @@ def render_registry(registry, root_text: str, kernels: list, launchers, helper_f
             "# mentions them.",
             "compile:",
             f"  compile_commands: {_scalar(str(comp.compile_commands) if comp.compile_commands else None, True)}",
-            f"  std: {comp.std}",
-            f"  defines: {_flow(comp.defines)}",
-            f"  include_dirs: {_flow(_include_dir_texts(registry))}",
-            "  configurations:"]
+            f"  std: {comp.std}"]
+    why = inferred or {}
+    _commented_list(out, "defines", comp.defines, why.get("defines", {}))
+    _commented_list(out, "include_dirs", _include_dir_texts(registry), why.get("include_dirs", {}))
+    out.append("  configurations:")
     for c in comp.configurations:
+        if c.name in why.get("configurations", {}):
+            out.append(f"    # inferred: {why['configurations'][c.name]}")
         out.append(f"    {c.name}: {_flow(c.defines)}")
     out += ["", "# cache_key_has_dtypes: does the backend's JIT cache key include input dtypes?", "backends:"]
     for name, b in registry.backends.items():
@@ -313,6 +317,18 @@ def render_registry(registry, root_text: str, kernels: list, launchers, helper_f
     return "\n".join(out)
 
 
+def _commented_list(out: list, key: str, items, reasons: dict) -> None:
+    """`key: [...]`, or a block list with the reason each inferred item was chosen above it."""
+    if not any(i in reasons for i in items):
+        out.append(f"  {key}: {_flow(items)}")
+        return
+    out.append(f"  {key}:")
+    for item in items:
+        if item in reasons:
+            out.append(f"    # inferred: {reasons[item]}")
+        out.append(f"    - {_scalar(item, True)}")
+
+
 def _include_dir_texts(registry) -> list:
     out = []
     for d in registry.compile.include_dirs:
@@ -340,15 +356,23 @@ def build_init(opts: InitOptions, jobs=2, use_cache=True, cache_dir=None) -> tup
     from kernel_ports.project import Options, build_project_index
     from kernel_ports.scope import resolve_scope
 
+    from kernel_ports.frontend.witness import WitnessNames
+    from kernel_ports.infer import infer_build, registry_comments, with_inferred
+
     registry = initial_registry(opts)
     scope = resolve_scope(registry)
+    inferred = infer_build(registry.root, scope.files, WitnessNames.from_registry(registry),
+                           given_include_dirs=tuple(opts.include_dirs), given_configs=bool(opts.configurations),
+                           given_defines=bool(opts.defines),
+                           compile_commands=Path(opts.compile_commands) if opts.compile_commands else None)
+    registry = with_inferred(registry, inferred)
     index = build_project_index(registry, scope, Options(jobs=jobs, use_cache=use_cache, cache_dir=cache_dir,
                                                          compile_commands=opts.compile_commands))
     surface = code_surface(index, scope)
     kernels = list(surface.kernels)
     unique_names(kernels)
     helper_files = tuple(opts.helper_files) if opts.helper_files is not None else infer_helper_files(registry, index, scope)
-    notes = []
+    notes = inferred.lines()
     unanalyzable = sorted({p for p, _ in index.unanalyzable} | {f.path for f in scope.findings})
     if unanalyzable:
         notes.append(f"{len(unanalyzable)} file(s) could not be analyzed, so their tables are missing here: "
@@ -358,7 +382,8 @@ def build_init(opts: InitOptions, jobs=2, use_cache=True, cache_dir=None) -> tup
                      "resolved; they are not listed under any kernel: "
                      + ", ".join(str(s.loc) for s in surface.unresolved_selectors[:5]))
     text = render_registry(registry, root_text_for(registry.root, opts.output), [kernel_entry(k) for k in kernels],
-                           sorted(surface.launchers), helper_files, seam_files(index, registry), notes)
+                           sorted(surface.launchers), helper_files, seam_files(index, registry),
+                           notes[len(inferred.lines()) - len(inferred.notes):], registry_comments(registry, inferred))
     return text, notes
 
 

@@ -66,4 +66,26 @@ def test_status_rocm_checklist(run, capsys):
     assert "[x] dtype keys on every invocation" in out.split("fused_norm:")[1].split("\n\n")[0]
     code, out = run(capsys, "status", "rocm", "--format", "json")
     items = {i["name"]: i for i in json.loads(out)["kernels"]["fused_norm"]}
-    assert items["HIP source constant"] == {"name": "HIP source constant", "done": True, "detail": "FUSED_NORM_HIP_SOURCE"}
+    assert items["HIP source constant"] == {"name": "HIP source constant", "done": True, "detail": "FUSED_NORM_HIP_SOURCE",
+                                            "where": "", "next_step": ""}
+
+
+def test_status_rocm_names_the_next_step_with_a_location(run, capsys):
+    code, out = run(capsys, "status", "rocm", "--format", "json")
+    gumbel = {i["name"]: i for i in json.loads(out)["kernels"]["gumbel"]}
+    sampling = (REGISTRY.parent / "cpp_fixtures/engine/src/lib/mlx-cpp/turbo/sampling.cpp").read_text(encoding="utf-8").splitlines()
+    slot = gumbel["table slot .rocm"]
+    assert slot["done"] is False and slot["next_step"].startswith("run `kernel-ports port rocm gumbel`, or add a `.rocm` slot")
+    path, line = slot["where"].rsplit(":", 1)
+    assert path == "src/lib/mlx-cpp/turbo/sampling.cpp" and sampling[int(line) - 1].startswith("const KernelPorts& gumbel_ports()")
+    holder = gumbel["holder calling hip_kernel"]
+    assert sampling[int(holder["where"].rsplit(":", 1)[1]) - 1].startswith("KernelHolder& get_gumbel_kernel_cuda()")
+    body = gumbel["HIP source constant"]
+    assert "GUMBEL_CUDA_SOURCE = R" in sampling[int(body["where"].rsplit(":", 1)[1]) - 1]
+    # top_k has no CUDA port to generate from: the step says what to write, and where its launch lacks a key
+    top_k = {i["name"]: i for i in json.loads(out)["kernels"]["top_k"]}
+    assert not top_k["table slot .rocm"]["next_step"].startswith("run")
+    assert top_k["dtype keys on every invocation"]["where"].startswith("src/lib/mlx-cpp/turbo/sampling.cpp:")
+    assert "x.dtype()" in top_k["dtype keys on every invocation"]["next_step"]
+    code, out = run(capsys, "status", "rocm")
+    assert "      next: src/lib/mlx-cpp/turbo/sampling.cpp:" in out.split("gumbel:")[1]

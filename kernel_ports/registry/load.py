@@ -258,6 +258,7 @@ def _build(path: Path, data: dict, lines: dict, root_override: str | None) -> Re
             rule=e["rule"],
             path=b.inside_root(f"exemptions[{i}].path", e["path"], glob=True),
             kernel=e.get("kernel"),
+            symbol=(e.get("symbol") or "").strip() or None,
             reason=(e.get("reason") or "").strip(),
             tracking=(e.get("tracking") or "").strip(),
             where=b.where(f"exemptions[{i}]"),

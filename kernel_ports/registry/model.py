@@ -102,6 +102,7 @@ class Exemption:
     reason: str
     tracking: str
     where: Where
+    symbol: str | None = None  # the function or declaration the finding sits in (None: anywhere in the path)
 
 
 @dataclass(frozen=True)
