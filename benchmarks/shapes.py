@@ -54,37 +54,27 @@ def bridge_unit(launchers: list[str], target_chars: int) -> str:
     return "".join(parts + body)
 
 
+_BODY = """  {index} gid = {gid};
+  if (gid >= n) {{{{
+    return;
+  }}}}
+  float v = {load} * {{scale}}f;
+  for (int r = 0; r < {{rounds}}; ++r) {{{{
+    v = {fma}(v, 0.5f, {rf});
+  }}}}
+  out[gid] = {store};
+"""
+
+# the same generated kernel in each backend's spelling: thread index, fused multiply-add, conversions
 _BODIES = {
-    "METAL": """  uint gid = thread_position_in_grid.x;
-  if (gid >= n) {{
-    return;
-  }}
-  float v = float(inp[gid]) * {scale}f;
-  for (int r = 0; r < {rounds}; ++r) {{
-    v = metal::fma(v, 0.5f, float(r));
-  }}
-  out[gid] = T(v);
-""",
-    "CUDA": """  const int gid = blockIdx.x * blockDim.x + threadIdx.x;
-  if (gid >= n) {{
-    return;
-  }}
-  float v = static_cast<float>(inp[gid]) * {scale}f;
-  for (int r = 0; r < {rounds}; ++r) {{
-    v = fmaf(v, 0.5f, static_cast<float>(r));
-  }}
-  out[gid] = static_cast<T>(v);
-""",
-    "HIP": """  const int gid = hipBlockIdx_x * hipBlockDim_x + hipThreadIdx_x;
-  if (gid >= n) {{
-    return;
-  }}
-  float v = static_cast<float>(inp[gid]) * {scale}f;
-  for (int r = 0; r < {rounds}; ++r) {{
-    v = __fmaf_rn(v, 0.5f, static_cast<float>(r));
-  }}
-  out[gid] = static_cast<T>(v);
-""",
+    "METAL": _BODY.format(index="uint", gid="thread_position_in_grid.x", load="float(inp[gid])", fma="metal::fma",
+                          rf="float(r)", store="T(v)"),
+    "CUDA": _BODY.format(index="const int", gid="blockIdx.x * blockDim.x + threadIdx.x",
+                         load="static_cast<float>(inp[gid])", fma="fmaf", rf="static_cast<float>(r)",
+                         store="static_cast<T>(v)"),
+    "HIP": _BODY.format(index="const int", gid="hipBlockIdx_x * hipBlockDim_x + hipThreadIdx_x",
+                        load="static_cast<float>(inp[gid])", fma="__fmaf_rn", rf="static_cast<float>(r)",
+                        store="static_cast<T>(v)"),
 }
 
 
