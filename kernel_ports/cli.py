@@ -324,6 +324,8 @@ def cmd_init(args) -> int:
         test_seams=tuple(args.test_seam) if args.test_seam is not None else None,
         table_type=args.table_type, selector=args.selector, has_port=args.has_port,
         backend_queries=tuple(args.backend_query))
+    import tempfile
+
     from kernel_ports.adopt import check_written, default_tracking
 
     # --no-cache: nothing from an earlier run is read, but the check init runs reuses init's own parses
