@@ -265,14 +265,15 @@ def read_entry(path, key: str):
         return None
 
 
-def write_entry(path: Path, key: str, value) -> None:
-    """Store ``value`` at ``path`` atomically; a value that is not plain data, or a failed write, stores nothing."""
+def write_entry(path: Path, key: str, value) -> bool:
+    """Store ``value`` at ``path`` atomically; a value that is not plain data, or a failed write, stores nothing
+    (False)."""
     import tempfile
 
     try:
         data = encode(key, value)
     except (TypeError, ValueError, RecursionError):
-        return
+        return False
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
@@ -284,4 +285,5 @@ def write_entry(path: Path, key: str, value) -> None:
             os.unlink(tmp)
             raise
     except OSError:
-        pass
+        return False
+    return True

@@ -97,26 +97,35 @@ def _scope_state(root: str, include: tuple, exclude: tuple) -> tuple:
     return files, notes, scope.listed
 
 
+def _miss(why: str):
+    """None, saying why on stderr when KERNEL_PORTS_DEBUG is set (a check that should have answered from its
+    entry and did not can then be told apart from one whose inputs changed)."""
+    if os.environ.get("KERNEL_PORTS_DEBUG"):
+        print(f"kernel-ports: check entry: {why}", file=sys.stderr)
+    return None
+
+
 def lookup(args):
     """(findings, summary) of an earlier check with the same inputs, or None."""
     key = _key(args)
     if key is None:
-        return None
+        return _miss("not used (--no-cache, a test hook, or an input that cannot be read)")
     entry = cachefmt.read_entry(_path(args, key), key)
     try:
         if type(entry) is not dict or entry.get("kind") != "check":
-            return None
-        if any(_stat_sig(p) != sig for p, sig in entry["outside"]):
-            return None
+            return _miss("none for these inputs (or unreadable)")
+        changed = [p for p, sig in entry["outside"] if _stat_sig(p) != sig]
+        if changed:
+            return _miss(f"{changed[0]} changed")
         if _scope_state(entry["root"], entry["include"], entry["exclude"]) != entry["scope"]:
-            return None
+            return _miss("a file in scope changed, appeared or went away")
         findings, summary = entry["findings"], entry["summary"]
-    except (OSError, KeyError, TypeError, ValueError):
-        return None
+    except (OSError, KeyError, TypeError, ValueError) as exc:
+        return _miss(f"unusable ({type(exc).__name__})")
     from kernel_ports.findings import Finding
 
     if type(findings) is not list or not all(type(f) is Finding for f in findings) or type(summary) is not dict:
-        return None
+        return _miss("unusable (not findings)")
     return findings, summary
 
 
@@ -174,4 +183,5 @@ def store(args, registry, result) -> None:
         "findings": list(result.findings),
         "summary": result.summary,
     }
-    cachefmt.write_entry(_path(args, key), key, entry)
+    if not cachefmt.write_entry(_path(args, key), key, entry):
+        _miss("not stored")

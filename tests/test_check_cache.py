@@ -86,3 +86,17 @@ def test_a_damaged_entry_is_a_miss(run, tmp_path):
     (entry,) = _entries(cache)
     entry.write_bytes(entry.read_bytes().replace(b'"error"', b'"errxr"', 1))
     assert check(cache=cache) == first and len(calls) == 2
+
+
+def test_debug_says_why_the_entry_did_not_answer(run, tmp_path, monkeypatch, capsys):
+    copy, _, calls = run
+    argv = ["check", "--registry", str(copy.registry_path), "--root", str(copy.root), "--format", "json",
+            "--cache-dir", str(tmp_path / "cache")]
+    monkeypatch.setenv("KERNEL_PORTS_DEBUG", "1")
+    cli.main(argv)
+    assert "check entry: none for these inputs" in capsys.readouterr().err
+    cli.main(argv)
+    assert "check entry" not in capsys.readouterr().err and len(calls) == 1  # answered
+    (copy.root / KV).write_text((copy.root / KV).read_text() + "\n// edited\n")
+    cli.main(argv)
+    assert "check entry: a file in scope changed" in capsys.readouterr().err and len(calls) == 2
