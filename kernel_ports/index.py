@@ -39,7 +39,6 @@ import gc
 import hashlib
 import multiprocessing
 import os
-import pickle
 import re
 import sys
 import tempfile
@@ -51,7 +50,7 @@ from typing import Optional
 
 import networkx as nx
 
-from kernel_ports import __version__, limits
+from kernel_ports import __version__, cachefmt, limits
 from kernel_ports.facts import (
     Accessor,
     ChainStep,
@@ -178,9 +177,8 @@ class ProjectIndex:
 # --------------------------------------------------------------------------
 
 
-def default_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "kernel-ports"
+default_cache_dir = cachefmt.default_cache_dir
+CACHE_SUBDIR = cachefmt.CACHE_SUBDIR
 
 
 def _sha(data: bytes) -> str:
@@ -188,42 +186,30 @@ def _sha(data: bytes) -> str:
 
 
 class _Cache:
-    """Pickled per-file results under ``<cache>/v1``.
+    """Per-file results under ``<cache>/data-v2``, as data (:mod:`kernel_ports.cachefmt`): nothing read can run.
 
     A Clang result's key is the file's path and content hash, the tool
     version, the registry's compile section and conventions, the stub set and
     the configuration; the entry also records the hashes of the project
     headers the translation unit included, and is valid only while they match.
+    An entry that cannot be read, is of another format or key, or was damaged
+    is a miss.
     """
 
     def __init__(self, root: Optional[Path]):
-        self.root = root / "v1" if root is not None else None
+        self.root = root / CACHE_SUBDIR if root is not None else None
 
     def _path(self, key: str) -> Optional[Path]:
-        return None if self.root is None else self.root / key[:2] / f"{key}.pkl"
+        return None if self.root is None else self.root / key[:2] / f"{key}.json"
 
     def get(self, key: str):
         p = self._path(key)
-        if p is None or not p.is_file():
-            return None
-        try:
-            with open(p, "rb") as fh:
-                return pickle.load(fh)
-        except Exception:
-            return None
+        return None if p is None else cachefmt.read_entry(p, key)
 
     def put(self, key: str, value) -> None:
         p = self._path(key)
-        if p is None:
-            return
-        try:
-            p.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=p.parent, suffix=".tmp")
-            with os.fdopen(fd, "wb") as fh:
-                pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, p)
-        except OSError:
-            pass
+        if p is not None:
+            cachefmt.write_entry(p, key, value)
 
 
 # --------------------------------------------------------------------------
@@ -668,8 +654,11 @@ def _definitions_key(witness_key: str) -> str:
 
 
 def _focus_inputs(registry) -> tuple:
-    defines = {_define_name(d) for d in registry.compile.defines}
-    defines |= {_define_name(d) for c in registry.compile.configurations for d in c.defines}
+    # a define whose value holds no name (`MLXCEL_API=`, `X`, `N=4`) expands to nothing that can call or name
+    # anything, so mentioning it does not make a declaration interesting (an engine marks every exported
+    # function with such an attribute macro)
+    every = list(registry.compile.defines) + [d for c in registry.compile.configurations for d in c.defines]
+    defines = {_define_name(d) for d in every if re.search(r"[A-Za-z_]", d.partition("=")[2])}
     return tuple(sorted(focus.seeds(registry))), tuple(sorted(focus.backend_queries(registry))), tuple(sorted(defines))
 
 

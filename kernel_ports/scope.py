@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -74,6 +73,10 @@ def is_source(path: str) -> bool:
 
 def _git_listing(root: Path) -> list[str] | None:
     """Paths git would show under root (tracked and untracked, not ignored)."""
+    if not _may_be_in_work_tree(root):
+        return None
+    import subprocess
+
     try:
         inside = subprocess.run(["git", "-C", str(root), "rev-parse", "--is-inside-work-tree"], capture_output=True, text=True, timeout=30)
         if inside.returncode != 0 or inside.stdout.strip() != "true":
@@ -98,6 +101,18 @@ def _git_listing(root: Path) -> list[str] | None:
             out.append(name[len(lead):])
     # git lists a deleted-but-tracked file too; only what exists is in scope.
     return sorted(set(p for p in out if os.path.lexists(root / p)))
+
+
+def _may_be_in_work_tree(root: Path) -> bool:
+    """False when no directory from root up holds a ``.git`` and no variable points git elsewhere: git need not
+    be asked (starting it is most of the cost of listing a small tree)."""
+    if os.environ.get("GIT_DIR") or os.environ.get("GIT_WORK_TREE"):
+        return True
+    here = root.resolve()
+    for d in (here, *here.parents):
+        if os.path.lexists(d / ".git"):
+            return True
+    return False
 
 
 def _walk(root: Path, notes: list, max_entries: int = 10**9) -> list[str]:
