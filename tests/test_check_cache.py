@@ -63,6 +63,8 @@ def test_each_input_is_part_of_the_key(run, tmp_path):
     assert len(calls) == 5 and selected["summary"]["rules_run"] != first[1]["summary"]["rules_run"]
     check("--select", "KP1", cache=cache)
     assert len(calls) == 5
+    check("--limit", "max_files=500", cache=cache)  # a limit override can change the verdict
+    assert len(calls) == 6
 
 
 def test_a_changed_file_changes_the_answer(run, tmp_path):
