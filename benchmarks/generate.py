@@ -5,10 +5,13 @@ of the sample engine's launchers with its kernel-specific names suffixed
 (`fused_norm_ports` -> `fused_norm_ports_g7`) so tables stay unique, padded
 with ordinary host code (shape checks, loops, small structs) to the target
 length. The helper files, HIP headers and Rust crate are copied as they are.
-A registry describing the generated kernels is written beside the tree, so
+Beside them, in the shape of a real engine (benchmarks/shapes.py): a bridge
+unit of ~300k characters (hundreds of FFI-shaped functions and three embedded
+launchers) and a ~170k-character header of kernel bodies included by the
+first 20 launchers. A registry describing the generated kernels is written beside the tree, so
 `kernel-ports check` on it is clean and does the full work.
 
-    python benchmarks/generate.py OUT_DIR [--launchers 40] [--lines 600]
+    python benchmarks/generate.py OUT_DIR [--launchers 40] [--lines 600] [--bridge-chars N] [--kernels-chars N]
 """
 
 from __future__ import annotations
@@ -16,9 +19,13 @@ from __future__ import annotations
 import argparse
 import re
 import shutil
+import sys
 from pathlib import Path
 
 import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import shapes  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 ENGINE = REPO / "cpp_fixtures" / "engine"
@@ -73,7 +80,35 @@ def _kernel_names(kernel: dict) -> set[str]:
     return names
 
 
-def generate(out: Path, launchers: int = 40, lines: int = 600) -> Path:
+def _renamed(template: str, tag: str, kernels: list) -> tuple[str, list]:
+    """A sample launcher's text with its kernel-specific names suffixed by ``tag``, and its registry kernels so renamed."""
+    text = (ENGINE / template).read_text(encoding="utf-8")
+    names = set().union(*(_kernel_names(k) for k in kernels))
+    pattern = re.compile(r"\b(" + "|".join(sorted(map(re.escape, names), key=len, reverse=True)) + r")\b")
+    text = pattern.sub(lambda m: f"{m.group(1)}_{tag}", text)
+    clones = []
+    for kernel in kernels:
+        clone = yaml.safe_load(yaml.safe_dump(kernel))
+        clone["name"] = f"{kernel['name']}_{tag}"
+        clone["table"] = f"{kernel['table']}_{tag}"
+        clone["predicates"] = [f"{p}_{tag}" for p in kernel.get("predicates", ())]
+        clone["ports"] = {
+            b: (None if a is None else re.sub(r"^([A-Za-z_0-9]+)", rf"\1_{tag}", a)) for b, a in (kernel.get("ports") or {}).items()
+        }
+        clones.append(clone)
+    return text, clones
+
+
+BRIDGE = "src/lib/mlx-cpp/bridge/generated_bridge.cpp"
+KERNELS_HEADER = "src/lib/mlx-cpp/turbo/generated_kernels.h"
+BRIDGE_TEMPLATES = ("src/lib/mlx-cpp/turbo/fused_norm.cpp", "src/lib/mlx-cpp/turbo/rope.cpp", "src/lib/mlx-cpp/turbo/kv_cache.cpp")
+
+
+def generate(out: Path, launchers: int = 40, lines: int = 600, bridge_chars: int = 0, kernels_chars: int = 0,
+             kernels_includers: int = 20) -> Path:
+    """The tree under ``out``: ``launchers`` generated launchers of ~``lines`` lines, a bridge unit of ~``bridge_chars``
+    characters with a few launches, and a kernels header of ~``kernels_chars`` characters included by the first
+    ``kernels_includers`` launchers (0 characters: no such file)."""
     registry = yaml.safe_load(REGISTRY.read_text(encoding="utf-8"))
     if out.exists():
         shutil.rmtree(out)
@@ -84,13 +119,12 @@ def generate(out: Path, launchers: int = 40, lines: int = 600) -> Path:
     # The originals stay (their tables are still declared); generated copies add to them.
     kernels = list(registry["kernels"])
     launcher_files = list(registry.get("launchers", []))
+    if kernels_chars:
+        (engine_out / KERNELS_HEADER).write_text(shapes.kernels_header(kernels_chars), encoding="utf-8")
     for i in range(launchers):
         template = templates[i % len(templates)]
         tag = f"g{i}"
-        text = (ENGINE / template).read_text(encoding="utf-8")
-        names = set().union(*(_kernel_names(k) for k in by_file[template]))
-        pattern = re.compile(r"\b(" + "|".join(sorted(map(re.escape, names), key=len, reverse=True)) + r")\b")
-        text = pattern.sub(lambda m: f"{m.group(1)}_{tag}", text)
+        text, clones = _renamed(template, tag, by_file[template])
         block = 0
         pad = []
         while text.count("\n") + sum(p.count("\n") for p in pad) < lines:
@@ -102,19 +136,20 @@ def generate(out: Path, launchers: int = 40, lines: int = 600) -> Path:
         text = text.replace("#include <vector>", "#include <cstddef>\n#include <vector>", 1)
         if "#include <vector>" not in text:
             text = "#include <cstddef>\n#include <vector>\n" + text
+        if kernels_chars and i < kernels_includers:
+            text = text.replace('#include "mlx/mlx.h"', '#include "mlx/mlx.h"\n#include "turbo/generated_kernels.h"', 1)
         rel = template.replace(".cpp", f"_{tag}.cpp")
         (engine_out / rel).write_text(text, encoding="utf-8")
         launcher_files.append(rel)
-        for kernel in by_file[template]:
-            clone = yaml.safe_load(yaml.safe_dump(kernel))
-            clone["name"] = f"{kernel['name']}_{tag}"
-            clone["file"] = rel
-            clone["table"] = f"{kernel['table']}_{tag}"
-            clone["predicates"] = [f"{p}_{tag}" for p in kernel.get("predicates", ())]
-            clone["ports"] = {
-                b: (None if a is None else re.sub(r"^([A-Za-z_0-9]+)", rf"\1_{tag}", a)) for b, a in (kernel.get("ports") or {}).items()
-            }
-            kernels.append(clone)
+        kernels += [dict(c, file=rel) for c in clones]
+    if bridge_chars:
+        texts = []
+        for template in BRIDGE_TEMPLATES:
+            text, clones = _renamed(template, "bridge", by_file[template])
+            texts.append(text)
+            kernels += [dict(c, file=BRIDGE) for c in clones]
+        (engine_out / BRIDGE).write_text(shapes.bridge_unit(texts, bridge_chars), encoding="utf-8")
+        launcher_files.append(BRIDGE)
     registry["root"] = "engine"
     registry["kernels"] = kernels
     registry["launchers"] = sorted(set(launcher_files))
@@ -128,8 +163,10 @@ def main(argv=None) -> int:
     parser.add_argument("out", type=Path)
     parser.add_argument("--launchers", type=int, default=40)
     parser.add_argument("--lines", type=int, default=600)
+    parser.add_argument("--bridge-chars", type=int, default=300_000, help="size of the bridge unit (0: none)")
+    parser.add_argument("--kernels-chars", type=int, default=170_000, help="size of the kernels header (0: none)")
     args = parser.parse_args(argv)
-    path = generate(args.out, args.launchers, args.lines)
+    path = generate(args.out, args.launchers, args.lines, args.bridge_chars, args.kernels_chars)
     print(path)
     return 0
 

@@ -1,11 +1,18 @@
-"""Time `kernel-ports check` on a generated tree: cold, warm, one file changed.
+"""Time `kernel-ports check`: cold, warm, one file changed, against a regex scan of the same files, in one run.
 
-Each scenario runs the real command line in a fresh process, REPEAT times,
-and the median wall time is reported with the machine's description, beside
-the median CPU time (user + system, the parser workers included), which a busy
-shared machine disturbs less than the wall time.
+Each scenario runs the real command line in a fresh process, REPEAT times. A
+repeat is: cold (an empty cache directory), warm (nothing changed) with the
+regex baseline (benchmarks/regex_baseline.py over the same root) run right
+before and after it, and one file changed (a comment appended to one file,
+taken back afterwards). Reported: median wall times, median CPU times (user +
+system of the check and its parser workers), the warm/regex ratio (of the
+medians, and the median of each repeat's own ratio, so a load change between
+repeats cancels), peak memory (the largest resident set of the check's process
+tree, sampled every 10 ms, and the largest single process from
+``ru_maxrss``), and the load average before and after.
 
-    python benchmarks/run.py [--launchers 40] [--lines 600] [--repeat 5] [--jobs 2]
+    python benchmarks/run.py [--repeat 5] [--jobs 2]            # the generated tree (generate.py)
+    python benchmarks/run.py --registry R --touch PATH ...     # an existing tree (PATH relative to its root)
 """
 
 from __future__ import annotations
@@ -20,38 +27,129 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
 from generate import generate  # noqa: E402
 
 
-def _cpu() -> float:
-    """CPU seconds (user + system) of the finished child processes and theirs (the parser workers)."""
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
+def _load() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "unknown"
 
 
-def _check(registry: Path, cache: Path, jobs: int, extra=()) -> tuple[float, dict, float]:
-    env = dict(os.environ, XDG_CACHE_HOME=str(cache))
-    cmd = [sys.executable, "-m", "kernel_ports", "check", "--registry", str(registry), "--format", "json", "--jobs", str(jobs), *extra]
-    cpu0 = _cpu()
+def _tree_rss(pid: int) -> int:
+    """Resident bytes of a process and its descendants now (Linux /proc; 0 elsewhere)."""
+    total, stack = 0, [pid]
+    while stack:
+        p = stack.pop()
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) * 1024
+            for task in Path(f"/proc/{p}/task").iterdir():
+                stack += [int(c) for c in (task / "children").read_text().split()]
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+def _timed(cmd: list, env: dict) -> tuple[float, float, int, str, int]:
+    """(wall s, cpu s, peak tree RSS bytes, stdout, exit code) of one command."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    elapsed = time.perf_counter() - start
-    cpu = _cpu() - cpu0
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    peak = [0]
+
+    def sample():
+        while proc.poll() is None:
+            peak[0] = max(peak[0], _tree_rss(proc.pid))
+            time.sleep(0.01)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    out, err = proc.communicate()
+    wall = time.perf_counter() - start
+    sampler.join()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if proc.returncode not in (0, 1):
-        raise SystemExit(f"check failed ({proc.returncode}): {proc.stderr.strip()}")
-    return elapsed, json.loads(proc.stdout), cpu
+        raise SystemExit(f"{cmd[0]} failed ({proc.returncode}): {err.strip()[-500:]}")
+    return wall, cpu, peak[0], out, proc.returncode
+
+
+def _median(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+def run(registry: Path, root: Path, touch: Path, repeat: int, jobs: int, work: Path) -> dict:
+    check = [sys.executable, "-m", "kernel_ports", "check", "--registry", str(registry), "--format", "json",
+             "--jobs", str(jobs)]
+    regex = [sys.executable, str(HERE / "regex_baseline.py"), str(root)]
+    times = {k: [] for k in ("cold", "warm", "one file changed", "regex")}
+    cpu = {k: [] for k in times}
+    ratios, rss_tree, doc = [], 0, {}
+    original = touch.read_bytes()
+    loads = [_load()]
+    try:
+        for r in range(repeat):
+            env = dict(os.environ, KERNEL_PORTS_CACHE_DIR=str(work / f"cache{r}"))
+            t, c, m, out, _ = _timed(check, env)
+            times["cold"].append(t), cpu["cold"].append(c)
+            rss_tree = max(rss_tree, m)
+            doc = json.loads(out)
+            pair = []
+            for scenario in ("regex", "warm", "regex", "warm"):
+                t, c, m, _, _ = _timed(regex if scenario == "regex" else check, env)
+                times[scenario].append(t), cpu[scenario].append(c)
+                pair.append(t)
+            ratios.append((pair[1] + pair[3]) / (pair[0] + pair[2]))
+            touch.write_bytes(original + f"\n// edit {r}\n".encode())
+            t, c, m, _, _ = _timed(check, env)
+            times["one file changed"].append(t), cpu["one file changed"].append(c)
+            rss_tree = max(rss_tree, m)
+            touch.write_bytes(original)
+            shutil.rmtree(work / f"cache{r}", ignore_errors=True)
+    finally:
+        touch.write_bytes(original)
+    loads.append(_load())
+    return {"times": times, "cpu": cpu, "ratios": ratios, "rss_tree": rss_tree, "doc": doc, "loads": loads,
+            "rss_max": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024}
+
+
+def report(res: dict, label: str) -> None:
+    summary = res["doc"].get("summary", {})
+    print(f"machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+          f"PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r}")
+    print(f"tree: {label}; checked: {summary.get('checked')}; findings: {len(res['doc'].get('findings', []))}")
+    print(f"headers: {summary.get('headers', {}).get('description', 'stubs (before header resolution)')}")
+    print(f"load average: before {res['loads'][0]}, after {res['loads'][1]}")
+    for name, ts in res["times"].items():
+        print(f"{name:>17}: median {_median(ts):.3f} s  (runs: {', '.join(f'{t:.3f}' for t in ts)})"
+              f"  cpu median {_median(res['cpu'][name]):.3f} s")
+    warm, rx = _median(res["times"]["warm"]), _median(res["times"]["regex"])
+    print(f"warm / regex: {warm / rx:.2f} (medians); per-repeat ratios {', '.join(f'{x:.2f}' for x in res['ratios'])},"
+          f" median {_median(res['ratios']):.2f}")
+    print(f"peak memory: process tree {res['rss_tree'] / 2**20:.0f} MiB (sampled), "
+          f"largest single process {res['rss_max'] / 2**20:.0f} MiB (ru_maxrss)")
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--launchers", type=int, default=40)
     parser.add_argument("--lines", type=int, default=600)
+    parser.add_argument("--bridge-chars", type=int, default=300_000)
+    parser.add_argument("--kernels-chars", type=int, default=170_000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--registry", type=Path, default=None, help="an existing tree's registry instead of a generated one")
+    parser.add_argument("--root", type=Path, default=None, help="its source root (default: the registry's)")
+    parser.add_argument("--touch", default=None, help="the file (relative to the root) the one-file scenario edits")
     parser.add_argument("--headers", choices=("auto", "stubs"), default="auto",
                         help="compile.mlx_headers/cxx_headers of the generated registry: the installed real headers "
                              "(auto) or the bundled stubs, to compare with runs made before real headers existed")
@@ -59,42 +157,27 @@ def main(argv=None) -> int:
 
     work = Path(tempfile.mkdtemp(prefix="kp-bench-"))
     try:
-        registry = generate(work / "tree", args.launchers, args.lines)
-        if args.headers != "auto":
-            text = registry.read_text(encoding="utf-8")
-            registry.write_text(text.replace("compile:\n", f"compile:\n  mlx_headers: {args.headers}\n"
-                                             f"  cxx_headers: {args.headers}\n", 1), encoding="utf-8")
-        changed = next((work / "tree" / "engine").rglob("*_g0.cpp"))
-        cold, warm, one = [], [], []
-        cpu = {"cold": [], "warm": [], "one file changed": []}
-        doc = {}
-        for r in range(args.repeat):
-            cache = work / f"cache{r}"
-            t, doc, c = _check(registry, cache, args.jobs)
-            cold.append(t)
-            cpu["cold"].append(c)
-            t, _, c = _check(registry, cache, args.jobs)
-            warm.append(t)
-            cpu["warm"].append(c)
-            text = changed.read_text()
-            changed.write_text(text + f"\n// edit {r}\n")
-            t, _, c = _check(registry, cache, args.jobs)
-            one.append(t)
-            cpu["one file changed"].append(c)
-            shutil.rmtree(cache)
-        summary = doc.get("summary", {})
-        print(f"machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}")
-        print(f"tree: {args.launchers} launcher files x ~{args.lines} lines; checked: {summary.get('checked')}")
-        print(f"headers: {summary.get('headers', {}).get('description', 'stubs (before header resolution)')}")
-        print(f"findings on the generated tree: {len(doc.get('findings', []))}")
-        try:
-            load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
-        except OSError:
-            load = "unknown"
-        print(f"load average at the end: {load}")
-        for name, times in (("cold", cold), ("warm", warm), ("one file changed", one)):
-            print(f"{name:>17}: median {statistics.median(times):.2f} s  (runs: {', '.join(f'{t:.2f}' for t in times)})"
-                  f"  cpu median {statistics.median(cpu[name]):.2f} s")
+        if args.registry is None:
+            registry = generate(work / "tree", args.launchers, args.lines, args.bridge_chars, args.kernels_chars)
+            if args.headers != "auto":
+                text = registry.read_text(encoding="utf-8")
+                registry.write_text(text.replace("compile:\n", f"compile:\n  mlx_headers: {args.headers}\n"
+                                                 f"  cxx_headers: {args.headers}\n", 1), encoding="utf-8")
+            root = work / "tree" / "engine"
+            touch = next(root.rglob("*_g0.cpp"))
+            label = (f"generated, {args.launchers} launchers x ~{args.lines} lines, bridge unit ~{args.bridge_chars} "
+                     f"chars, kernels header ~{args.kernels_chars} chars")
+        else:
+            import yaml
+
+            registry = args.registry.resolve()
+            data = yaml.safe_load(registry.read_text(encoding="utf-8"))
+            root = (args.root or (registry.parent / data["root"])).resolve()
+            if not args.touch:
+                raise SystemExit("--touch PATH is required with --registry")
+            touch = root / args.touch
+            label = str(root)
+        report(run(registry, root, touch, args.repeat, args.jobs, work), label)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

@@ -7,9 +7,9 @@ Exit codes: 0 clean, 1 findings at error severity (or `sync --check` drift),
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 from kernel_ports import __version__
@@ -32,7 +32,11 @@ def _common(p: argparse.ArgumentParser, *, with_run=True):
     if with_run:
         p.add_argument("--jobs", type=int, default=max(1, min(2, os.cpu_count() or 1)), help="parser processes")
         p.add_argument("--no-cache", action="store_true", help="parse everything afresh")
+        p.add_argument("--cache-dir", default=None, metavar="DIR",
+                       help="cache directory (default: $KERNEL_PORTS_CACHE_DIR, else ~/.cache/kernel-ports)")
         p.add_argument("--compile-commands", default=None, help="compile_commands.json to take flags from")
+        p.add_argument("--limit", action="append", default=[], metavar="NAME=VALUE",
+                       help="override one of the registry's limits for this run (repeatable), e.g. max_files=50000")
 
 
 def _baseline_flags(p: argparse.ArgumentParser, what: str) -> None:
@@ -41,18 +45,30 @@ def _baseline_flags(p: argparse.ArgumentParser, what: str) -> None:
                    "(an issue or URL; default: 'baseline of <today>')")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only_check: bool = False) -> argparse.ArgumentParser:
+    """The command line; with ``only_check`` just the ``check`` command (what a gate runs: building every
+    subcommand's options is a tenth of a check answered from its cache entry)."""
     parser = _Parser(prog="kernel-ports", description="Checks GPU-kernel port dispatch in MLX-based engines.")
     parser.add_argument("--version", action="version", version=f"kernel-ports {__version__}")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    _add_check(sub)
+    if not only_check:
+        _add_others(sub)
+    return parser
 
+
+def _add_check(sub) -> None:
     check = sub.add_parser("check", help="run every rule")
     _common(check)
     check.add_argument("--select", default=None, help="codes or prefixes to report, e.g. KP1,KP201")
     check.add_argument("--ignore", default=None, help="codes or prefixes not to report")
-    check.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text")
+    check.add_argument("--format", choices=CHECK_FORMATS, default="text")
     check.add_argument("--output", default=None, help="write the report here instead of stdout")
+    check.add_argument("--also", action="append", default=[], metavar="FORMAT=FILE",
+                       help="also write the same run's report in FORMAT to FILE (repeatable), e.g. --also sarif=out.sarif")
 
+
+def _add_others(sub) -> None:
     facts = sub.add_parser("facts", help="dump the project index")
     _common(facts)
     facts.add_argument("--format", choices=("json",), default="json")
@@ -108,7 +124,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     explain = sub.add_parser("explain", help="rationale and examples for a rule")
     explain.add_argument("code", nargs="?", help="a rule code; omit to list them all")
-    return parser
 
 
 def _load(args):
@@ -119,16 +134,28 @@ def _load(args):
         raise UsageError("kernel-ports: no registry.yaml in the current directory; pass --registry FILE (or run `kernel-ports init`)")
     validated = None
     if not getattr(args, "no_cache", False):
-        from kernel_ports.index import default_cache_dir
+        from kernel_ports.cachefmt import CACHE_SUBDIR, default_cache_dir
 
-        validated = default_cache_dir() / "v1" / "registry"
-    return load_registry(registry_path, args.root, validated_dir=validated)
+        validated = (Path(args.cache_dir) if getattr(args, "cache_dir", None) else default_cache_dir()) / CACHE_SUBDIR / "registry"
+    registry = load_registry(registry_path, args.root, validated_dir=validated)
+    overrides = _limit_overrides(args)
+    return dataclasses.replace(registry, limits={**registry.limits, **overrides}) if overrides else registry
+
+
+def _limit_overrides(args) -> dict:
+    from kernel_ports.limits import parse_overrides
+
+    try:
+        return parse_overrides(getattr(args, "limit", ()))
+    except ValueError as exc:
+        raise UsageError(f"kernel-ports: {exc}") from None
 
 
 def _check_run_args(args) -> None:
     """Flag values that need no registry are judged before it is read."""
     if args.jobs < 1:
         raise UsageError("kernel-ports: --jobs must be at least 1")
+    _limit_overrides(args)
     cc = args.compile_commands
     if cc is not None and not Path(cc).is_file():
         raise UsageError(f"kernel-ports: --compile-commands: no such file: {cc}")
@@ -138,7 +165,8 @@ def _options(args, policy=None):
     from kernel_ports.findings import Policy
     from kernel_ports.project import Options
 
-    return Options(policy=policy or Policy(), jobs=args.jobs, use_cache=not args.no_cache, compile_commands=args.compile_commands)
+    return Options(policy=policy or Policy(), jobs=args.jobs, use_cache=not args.no_cache, cache_dir=getattr(args, "cache_dir", None),
+                   compile_commands=args.compile_commands)
 
 
 def write_output(text: str, output: str | None) -> None:
@@ -146,6 +174,8 @@ def write_output(text: str, output: str | None) -> None:
     if output is None:
         sys.stdout.write(text)
         return
+    import tempfile
+
     target = Path(output)
     try:
         fd, tmp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".", prefix=f".{target.name}.", suffix=".tmp")
@@ -157,21 +187,50 @@ def write_output(text: str, output: str | None) -> None:
 
 
 def cmd_check(args) -> int:
+    from kernel_ports import checkcache
     from kernel_ports.findings import Policy, SelectionError, parse_selection
-    from kernel_ports.project import analyze
-    from kernel_ports.reporters import FORMATS
 
     try:
         select, ignore = parse_selection(args.select), parse_selection(args.ignore)
     except SelectionError as exc:
         raise UsageError(f"kernel-ports: {exc}") from None
     _check_run_args(args)
-    registry = _load(args)
-    kernel_severity = {k.name: k.severity for k in registry.kernels if k.severity}
-    policy = Policy(select=select, ignore=ignore, severity=registry.severity, kernel_severity=kernel_severity)
-    result = analyze(registry, _options(args, policy))
-    write_output(FORMATS[args.format](result.findings, result.summary), args.output)
-    return EXIT_FINDINGS if result.summary["counts"]["error"] else EXIT_CLEAN
+    extra = _also_outputs(args.also, args.output)
+    known = checkcache.lookup(args)  # every input unchanged since a check that answered: its answer
+    if known is not None:
+        findings, summary = known
+    else:
+        from kernel_ports.project import analyze
+
+        registry = _load(args)
+        kernel_severity = {k.name: k.severity for k in registry.kernels if k.severity}
+        policy = Policy(select=select, ignore=ignore, severity=registry.severity, kernel_severity=kernel_severity)
+        result = analyze(registry, _options(args, policy))
+        checkcache.store(args, registry, result)
+        findings, summary = result.findings, result.summary
+    from kernel_ports.reporters import FORMATS
+
+    for fmt, path in extra:
+        write_output(FORMATS[fmt](findings, summary), path)
+    write_output(FORMATS[args.format](findings, summary), args.output)
+    return EXIT_FINDINGS if summary["counts"]["error"] else EXIT_CLEAN
+
+
+CHECK_FORMATS = ("text", "json", "sarif", "github")
+
+
+def _also_outputs(items: list, output) -> list:
+    """``--also FORMAT=FILE`` values as (format, file), judged before anything runs."""
+    out = []
+    for item in items:
+        fmt, sep, path = item.partition("=")
+        if not sep or fmt not in CHECK_FORMATS or not path:
+            raise UsageError(f"kernel-ports: --also: expected FORMAT=FILE with FORMAT one of {', '.join(CHECK_FORMATS)}, got {item!r}")
+        out.append((fmt, path))
+    paths = [p for _, p in out] + ([output] if output else [])
+    if len(set(paths)) != len(paths):
+        raise UsageError("kernel-ports: --also: each report needs its own file")
+    return out
 
 
 def cmd_facts(args) -> int:
@@ -280,6 +339,8 @@ def cmd_init(args) -> int:
         test_seams=tuple(args.test_seam) if args.test_seam is not None else None,
         table_type=args.table_type, selector=args.selector, has_port=args.has_port,
         backend_queries=tuple(args.backend_query))
+    import tempfile
+
     from kernel_ports.adopt import check_written, default_tracking
 
     # --no-cache: nothing from an earlier run is read, but the check init runs reuses init's own parses
@@ -409,19 +470,27 @@ COMMANDS = {
 }
 
 
+def _registry_error(exc) -> bool:
+    # the registry loader is imported only by commands that read a registry (a check answered from its cache
+    # entry does not), so its error class is looked up where it may have come from
+    load = sys.modules.get("kernel_ports.registry.load")
+    return load is not None and isinstance(exc, load.RegistryError)
+
+
 def main(argv=None) -> int:
-    from kernel_ports.registry.load import RegistryError
+    from kernel_ports.limits import InputError
 
     try:
-        args = build_parser().parse_args(argv)
+        argv = sys.argv[1:] if argv is None else list(argv)
+        args = build_parser(only_check=argv[:1] == ["check"]).parse_args(argv)
         if args.command is None:
             raise UsageError("kernel-ports: a command is required (check, facts, explain, ...); see --help")
         return COMMANDS[args.command](args)
     except UsageError as exc:
         print(str(exc), file=sys.stderr)
         return EXIT_ERROR
-    except RegistryError as exc:
-        print(f"kernel-ports: registry error: {exc}", file=sys.stderr)
+    except InputError as exc:
+        print(str(exc), file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("kernel-ports: interrupted", file=sys.stderr)
@@ -429,6 +498,9 @@ def main(argv=None) -> int:
     except BrokenPipeError:
         return EXIT_ERROR
     except Exception as exc:  # an internal error is still one line and exit 2
+        if _registry_error(exc):
+            print(f"kernel-ports: registry error: {exc}", file=sys.stderr)
+            return EXIT_ERROR
         if os.environ.get("KERNEL_PORTS_DEBUG"):
             raise
         print(f"kernel-ports: internal error: {type(exc).__name__}: {exc} (set KERNEL_PORTS_DEBUG=1 for a traceback)", file=sys.stderr)

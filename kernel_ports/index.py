@@ -39,7 +39,6 @@ import gc
 import hashlib
 import multiprocessing
 import os
-import pickle
 import re
 import sys
 import tempfile
@@ -51,7 +50,7 @@ from typing import Optional
 
 import networkx as nx
 
-from kernel_ports import __version__
+from kernel_ports import __version__, cachefmt, limits
 from kernel_ports.facts import (
     Accessor,
     ChainStep,
@@ -181,9 +180,8 @@ class ProjectIndex:
 # --------------------------------------------------------------------------
 
 
-def default_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "kernel-ports"
+default_cache_dir = cachefmt.default_cache_dir
+CACHE_SUBDIR = cachefmt.CACHE_SUBDIR
 
 
 def _sha(data: bytes) -> str:
@@ -191,42 +189,30 @@ def _sha(data: bytes) -> str:
 
 
 class _Cache:
-    """Pickled per-file results under ``<cache>/v1``.
+    """Per-file results under ``<cache>/data-v2``, as data (:mod:`kernel_ports.cachefmt`): nothing read can run.
 
     A Clang result's key is the file's path and content hash, the tool
     version, the registry's compile section and conventions, the stub set and
     the configuration; the entry also records the hashes of the project
     headers the translation unit included, and is valid only while they match.
+    An entry that cannot be read, is of another format or key, or was damaged
+    is a miss.
     """
 
     def __init__(self, root: Optional[Path]):
-        self.root = root / "v1" if root is not None else None
+        self.root = root / CACHE_SUBDIR if root is not None else None
 
     def _path(self, key: str) -> Optional[Path]:
-        return None if self.root is None else self.root / key[:2] / f"{key}.pkl"
+        return None if self.root is None else self.root / key[:2] / f"{key}.json"
 
     def get(self, key: str):
         p = self._path(key)
-        if p is None or not p.is_file():
-            return None
-        try:
-            with open(p, "rb") as fh:
-                return pickle.load(fh)
-        except Exception:
-            return None
+        return None if p is None else cachefmt.read_entry(p, key)
 
     def put(self, key: str, value) -> None:
         p = self._path(key)
-        if p is None:
-            return
-        try:
-            p.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=p.parent, suffix=".tmp")
-            with os.fdopen(fd, "wb") as fh:
-                pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, p)
-        except OSError:
-            pass
+        if p is not None:
+            cachefmt.write_entry(p, key, value)
 
 
 # --------------------------------------------------------------------------
@@ -234,8 +220,12 @@ class _Cache:
 # --------------------------------------------------------------------------
 
 
-def _worker_main(conn):
+def _worker_main(conn, memory_mib=0, log_path=None):
     gc.enable()  # the parent pauses it while it builds the index; a worker parses unit after unit and must collect
+    log = limits.StderrLog(log_path) if log_path else None
+    if log is not None:
+        log.attach()
+    limits.apply_memory_limit(memory_mib)
     while True:
         try:
             job = conn.recv()
@@ -250,27 +240,30 @@ def _worker_main(conn):
             else:
                 args, cache_dir, with_stubs = payload
                 out = clang_fe.build_prelude(list(args), Path(cache_dir), with_stubs)
-            conn.send(("ok", out))
+            reply = ("ok", out)
         except BaseException as exc:  # report, keep serving
-            conn.send(("error", f"{type(exc).__name__}: {exc}"))
+            reply = ("error", f"{type(exc).__name__}: {exc}")
+        conn.send(limits.judge_reply(reply, log.since_last() if log is not None else "", memory_mib))
 
 
 class _Pool:
-    def __init__(self, n: int):
+    def __init__(self, n: int, memory_mib: int = 0):
         # fork: no re-import of the caller's __main__, and workers start in
         # milliseconds; the parent never touches libclang, so nothing unsafe is
         # inherited.  Elsewhere spawn.
         method = "fork" if sys.platform.startswith("linux") else "spawn"
         self.ctx = multiprocessing.get_context(method)
         self.n = max(1, n)
+        self.memory_mib = memory_mib
         self.workers: list = []
 
     def _spawn(self):
         parent, child = self.ctx.Pipe()
-        p = self.ctx.Process(target=_worker_main, args=(child,), daemon=True)
+        log = limits.StderrLog.create()
+        p = self.ctx.Process(target=_worker_main, args=(child, self.memory_mib, log.path), daemon=True)
         p.start()
         child.close()
-        return [p, parent, None, None]  # process, conn, job key, started
+        return [p, parent, None, None, log]  # process, conn, job key, started, its standard error
 
     def run(self, jobs: list, timeout: float) -> dict:
         """jobs: [(key, (kind, payload))] -> {key: ("ok", result) | ("error"|"crash"|"timeout", msg)}"""
@@ -302,15 +295,17 @@ class _Pool:
                     try:
                         results[key] = w[1].recv()
                         w[2] = None
+                        if results[key][0] in limits.REPLACE_AFTER:  # its heap is not to be trusted any more
+                            self._replace(i, kill=True)
                         continue
                     except (EOFError, OSError):
                         pass
                 if w[0].sentinel in ready or not w[0].is_alive():
-                    code = w[0].exitcode
-                    results[key] = ("crash", f"the parser crashed (exit code {code})")
+                    w[0].join(timeout=5)
+                    results[key] = limits.judge_death(w[0].exitcode, w[4].since_last(), self.memory_mib)
                     self._replace(i)
                 elif time.monotonic() - w[3] > timeout:
-                    results[key] = ("timeout", f"the parser timed out after {timeout:.0f} s")
+                    results[key] = ("timeout", limits.timeout_detail(timeout))
                     self._replace(i, kill=True)
         return results
 
@@ -319,6 +314,7 @@ class _Pool:
         if kill and w[0].is_alive():
             w[0].kill()
         w[0].join(timeout=5)
+        w[4].remove()
         self.workers[i] = self._spawn()
 
     def close(self):
@@ -332,6 +328,7 @@ class _Pool:
             if w[0].is_alive():
                 w[0].kill()
                 w[0].join(timeout=2)
+            w[4].remove()
         self.workers = []
 
 
@@ -353,23 +350,17 @@ def _load_compile_commands(path: Optional[Path], root: Path) -> dict:
     """relative path -> extra flags (-I/-D/-U/-include/-std/-isystem only) from compile_commands.json."""
     if path is None:
         return {}
-    import json
-    import shlex
+    from kernel_ports.compile_db import load_entries
 
-    try:
-        entries = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as exc:
-        raise clang_fe.FrontEndError(f"{path}: cannot read compile_commands.json: {exc}")
     out = {}
-    for e in entries:
-        directory = Path(e.get("directory", "."))
-        f = Path(e.get("file", ""))
+    for directory, f, argv in load_entries(path):  # bounded and type-checked: the file is the pull request's
+        directory = Path(directory)
+        f = Path(f)
         f = (directory / f).resolve() if not f.is_absolute() else f.resolve()
         try:
             rel = f.relative_to(root).as_posix()
         except ValueError:
             continue
-        argv = e.get("arguments") or shlex.split(e.get("command", ""))
         flags, i = [], 0
         while i < len(argv):
             a = argv[i]
@@ -416,7 +407,7 @@ def _resolve_include(spelled: str, is_system: bool, includer: str, known: set, s
 
 
 def build_index(registry, files, *, jobs: int = 2, use_cache: bool = True, cache_dir=None, compile_commands=None,
-                timeout: float = DEFAULT_TIMEOUT) -> ProjectIndex:
+                timeout: Optional[float] = None, withheld=()) -> ProjectIndex:
     # Loading cached results and joining them allocates a few hundred thousand objects and frees almost none, so
     # the cyclic collector would run over and over for nothing (a sixth of a warm check); it is paused meanwhile.
     # The parser workers, forked from here, turn it back on.
@@ -424,14 +415,16 @@ def build_index(registry, files, *, jobs: int = 2, use_cache: bool = True, cache
     gc.disable()
     try:
         return _build_index(registry, files, jobs=jobs, use_cache=use_cache, cache_dir=cache_dir,
-                            compile_commands=compile_commands, timeout=timeout)
+                            compile_commands=compile_commands, timeout=timeout, withheld=tuple(sorted(withheld)))
     finally:
         if collecting:
             gc.enable()
 
 
-def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_commands, timeout) -> ProjectIndex:
+def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_commands, timeout, withheld) -> ProjectIndex:
     t_start = time.perf_counter()
+    bounds = limits.Limits.of(registry)
+    timeout = timeout or bounds.parse_timeout_s
     root = Path(registry.root).resolve()
     index = ProjectIndex()
     cache = _Cache(Path(cache_dir) if cache_dir is not None else default_cache_dir()) if use_cache else _Cache(None)
@@ -458,10 +451,15 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
         res = cache.get(key)
         if res is None:
             parser = parser or wit.cpp_parser()
-            w = wit.witness(f.path, f.data, names, parser)
+            got = limits.guarded(index.unanalyzable, f.path, "the syntactic pass (tree-sitter)", _witness_file,
+                                 f, names, parser)
+            if got is None:
+                parser.reset()  # a parse that gave up would otherwise be resumed by the next file's
+                continue
+            w, hips = got
             definitions[f.path] = w.definitions
             cache.put(_definitions_key(key), w.definitions)
-            res = (dataclasses.replace(w, definitions=[]), wit.hip_sources(w))
+            res = (dataclasses.replace(w, definitions=[]), hips)
             cache.put(key, res)
         witnessed[f.path] = res[0]
         index.hip_sources.extend(res[1])
@@ -469,10 +467,13 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
         key = _sha(f"r|{FRONTEND_VERSION}|{_sha(repr(seams).encode())}|{f.path}|{hashes[f.path]}".encode())
         res = cache.get(key)
         if res is None:
-            res = rust.analyze(f.path, f.data, seams)
+            res = limits.guarded(index.unanalyzable, f.path, "the Rust front end", rust.analyze, f.path, f.data, seams)
+            if res is None:
+                continue
             cache.put(key, res)
         index.rust_gates.extend(res[0])
         index.seam_calls.extend(res[1])
+    cpp_files = [f for f in cpp_files if f.path in witnessed]  # a file the witness could not read is KP901 already
     index.timings["witness"] = time.perf_counter() - t_start
 
     # ---- 2. which files, which configurations
@@ -523,9 +524,11 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
             unread = _unread_bodies(registry, full)
             cache.put(fkey, unread)
     tu_unread: dict = {}  # tu -> frozenset((path, line, column)) of bodies its walk may leave unread
+    tu_sees: dict = {}  # tu -> digest of the project files its includes resolve to (a file added or gone re-parses)
     jobs_wanted = []  # (relpath, configuration)
     for tu in sorted(tus):
         seen_files = {tu} | set(nx.descendants(wgraph, tu))
+        tu_sees[tu] = _sha(repr(sorted(seen_files)).encode())[:16]
         mentioned = set()
         for s in seen_files:
             mentioned |= witnessed[s].conditional_macros if s in witnessed else set()
@@ -538,12 +541,13 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
     # include dirs inside the root are keyed relative to it, so a copy of the tree elsewhere reuses the parses of
     # its unchanged files (their content hashes and those of the project headers they read still decide)
     comp_key = _sha(repr((registry.compile.std, registry.compile.defines, tuple(_dir_key(d, root) for d in registry.compile.include_dirs),
-                          conv, headers.resolve_for(registry).digest, FRONTEND_VERSION, sorted(cc.items()))).encode())[:24]
+                          conv, headers.resolve_for(registry).digest, FRONTEND_VERSION, sorted(cc.items()), withheld)).encode())[:24]
     fault_map = _faults()
     results: list = []
     to_parse = []
     for rel, conf in jobs_wanted:
-        key = _sha(f"c|{comp_key}|{conf.name}|{conf.defines}|{rel}|{hashes[rel]}|{_sha(repr(sorted(tu_unread[rel])).encode())}".encode())
+        key = _sha(f"c|{comp_key}|{conf.name}|{conf.defines}|{rel}|{hashes[rel]}|{_sha(repr(sorted(tu_unread[rel])).encode())}"
+                   f"|{tu_sees[rel]}".encode())
         entry = cache.get(key) if rel not in fault_map else None
         if entry is not None and not all(hashes.get(d) == h for d, h in entry[0].items()):
             # an unchanged file includes the same headers: look for the entry
@@ -558,7 +562,7 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
         to_parse.append((rel, conf, key))
     index.timings["cache_lookup"] = time.perf_counter() - t_start
     if to_parse:
-        pool = _Pool(min(jobs, len(to_parse)) if jobs else 1)
+        pool = _Pool(min(jobs, len(to_parse)) if jobs else 1, bounds.parser_memory_mib)
         tmpdir = None
         try:
             pch_dir = (cache.root / "pch") if cache.root is not None else Path(tmpdir := tempfile.mkdtemp(prefix="kp-pch-"))
@@ -597,7 +601,8 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
                 job = clang_fe.ParseJob(
                     abspath=str(by_path[rel].abspath), relpath=rel, configuration=conf.name, args=args,
                     root=str(root), project_files=frozenset(known), conventions=conv,
-                    fault=fault_map.get(rel), unread_bodies=tu_unread[rel])
+                    fault=fault_map.get(rel), unread_bodies=tu_unread[rel],
+                    withheld=tuple(str(root / p) for p in withheld))
                 parse_jobs.append(((rel, conf.name, key), ("parse", job)))
             t0 = time.perf_counter()
             out = pool.run(parse_jobs, timeout)
@@ -610,15 +615,18 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
                 shutil.rmtree(tmpdir, ignore_errors=True)
         for (rel, cname, key), (status, res) in sorted(out.items()):
             if status != "ok":
-                index.unanalyzable.append((rel, f"{res} (configuration {cname})"))
+                index.unanalyzable.append((rel, limits.pool_reason(status, res, cname)))
                 index.parse_quality.append(ParseQuality(path=rel, configuration=cname, parsed=False, diagnostics=0,
                                                         errors=0, seconds=0.0))
                 continue
             if not res.ok:
-                index.unanalyzable.append((rel, f"{res.error} (configuration {cname})"))
+                index.unanalyzable.append((rel, limits.parse_reason(res.error, cname)))
             results.append(res)
             if res.ok:
-                deps = {d: hashes[d] for d in res.files_walked if d in hashes}
+                # every project file the unit included, not only those with declarations: a header that is all
+                # junk has none, and its fixed version must not be answered with the broken parse
+                read = set(res.files_walked) | {p for edge in res.includes for p in edge}
+                deps = {d: hashes[d] for d in read if d in hashes}
                 deps[rel] = hashes[rel]
                 cache.put(key, (deps, res))
                 cache.put(_deps_key(key, deps), (deps, res))
@@ -640,13 +648,21 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
 FOCUS = True
 
 
+def _witness_file(f, names, parser) -> tuple:
+    w = wit.witness(f.path, f.data, names, parser)
+    return w, wit.hip_sources(w)
+
+
 def _definitions_key(witness_key: str) -> str:
     return _sha(f"d|{witness_key}".encode())
 
 
 def _focus_inputs(registry) -> tuple:
-    defines = {_define_name(d) for d in registry.compile.defines}
-    defines |= {_define_name(d) for c in registry.compile.configurations for d in c.defines}
+    # a define whose value holds no name (`MLXCEL_API=`, `X`, `N=4`) expands to nothing that can call or name
+    # anything, so mentioning it does not make a declaration interesting (an engine marks every exported
+    # function with such an attribute macro)
+    every = list(registry.compile.defines) + [d for c in registry.compile.configurations for d in c.defines]
+    defines = {_define_name(d) for d in every if re.search(r"[A-Za-z_]", d.partition("=")[2])}
     return tuple(sorted(focus.seeds(registry))), tuple(sorted(focus.backend_queries(registry))), tuple(sorted(defines))
 
 
@@ -722,15 +738,17 @@ def _start_early_prelude(registry, root: Path, cache: "_Cache", cpp_files: list,
             return None
         method = "fork" if sys.platform.startswith("linux") else "spawn"
         proc = multiprocessing.get_context(method).Process(
-            target=_early_prelude_main, args=(pre_args, str(cache.root / "pch"), with_stubs), daemon=True)
+            target=_early_prelude_main, daemon=True,
+            args=(pre_args, str(cache.root / "pch"), with_stubs, limits.Limits.of(registry).parser_memory_mib))
         proc.start()
         return proc
     except (clang_fe.FrontEndError, OSError):
         return None
 
 
-def _early_prelude_main(pre_args, pch_dir, with_stubs):
+def _early_prelude_main(pre_args, pch_dir, with_stubs, memory_mib=0):
     gc.enable()
+    limits.apply_memory_limit(memory_mib)
     clang_fe.build_prelude(list(pre_args), Path(pch_dir), with_stubs)
 
 
@@ -1321,7 +1339,11 @@ def _compiled_bodies(index: ProjectIndex, by_path: dict, known: set, search: lis
                 if (rel, rel) in done:
                     continue
                 done.add((rel, rel))
-                body = _header_file_source(rel, by_path[rel], cache)
+                body = limits.guarded(index.unanalyzable, rel, "the kernel-body scan", _header_file_source, rel,
+                                      by_path[rel], cache)
+                if body is None:
+                    unresolved.append(f"`#include \"{spelled}\"` in {h.name} could not be scanned")
+                    continue
                 extra.setdefault((rel, rel), body)
                 bodies.append(body)
                 queue.append(body)

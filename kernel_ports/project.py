@@ -29,6 +29,7 @@ class Result:
     findings: list[Finding]
     summary: dict
     index: object = None
+    scope: object = None
 
 
 def build_project_index(registry, scope, options: Options):
@@ -41,6 +42,7 @@ def build_project_index(registry, scope, options: Options):
         use_cache=options.use_cache,
         cache_dir=options.cache_dir,
         compile_commands=options.compile_commands,
+        withheld=tuple(getattr(scope, "refused", ())),
     )
 
 
@@ -61,7 +63,7 @@ def analyze(registry, options: Options | None = None) -> Result:
     rules_run.extend(c for c in ("KP401", "KP402") if options.policy.selected(c))
     findings = apply_policy(annotate_symbols(raw, registry), registry, options.policy)
     summary = make_summary(registry, scope, index, findings, sorted(set(rules_run)))
-    return Result(findings, summary, index)
+    return Result(findings, summary, index, scope)
 
 
 def make_summary(registry, scope, index, findings, rules_run) -> dict:

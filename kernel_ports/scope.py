@@ -11,17 +11,18 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
 from kernel_ports.findings import Finding
+from kernel_ports.globs import Glob
+from kernel_ports.limits import Limits, LimitError, how_to_raise, lost, lost_message
 
 CPP_SUFFIXES = frozenset({".c", ".cc", ".cpp", ".cxx", ".c++", ".h", ".hh", ".hpp", ".hxx", ".h++", ".inl", ".ipp", ".cu", ".cuh", ".hip", ".mm", ".m"})
 HEADER_SUFFIXES = frozenset({".h", ".hh", ".hpp", ".hxx", ".h++", ".inl", ".ipp", ".cuh"})
 RUST_SUFFIXES = frozenset({".rs"})
-MAX_FILE_BYTES = 2 * 1024 * 1024
+MAX_FILE_BYTES = Limits.max_file_bytes  # the default; the registry's `limits:` may change it
 
 
 @dataclass(frozen=True)
@@ -49,32 +50,16 @@ class Scope:
     files: list[SourceFile] = field(default_factory=list)  # readable, UTF-8, in scope
     findings: list[Finding] = field(default_factory=list)  # KP901 for the rest
     listed: int = 0  # source files the globs selected, judged or not
+    refused: list[str] = field(default_factory=list)  # paths of the KP901 files: no front end may read them
 
     def by_path(self) -> dict:
         return {f.path: f for f in self.files}
 
 
 @lru_cache(maxsize=256)
-def glob_regex(pattern: str) -> re.Pattern:
-    """A glob over POSIX paths: `*` within a segment, `**` across segments."""
-    out, i = "", 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out += "(?:.*/)?"
-            i += 3
-        elif pattern.startswith("**", i):
-            out += ".*"
-            i += 2
-        elif pattern[i] == "*":
-            out += "[^/]*"
-            i += 1
-        elif pattern[i] == "?":
-            out += "[^/]"
-            i += 1
-        else:
-            out += re.escape(pattern[i])
-            i += 1
-    return re.compile(out + r"\Z")
+def glob_regex(pattern: str) -> Glob:
+    """A glob over POSIX paths: `*` within a segment, `**` across segments (see globs.py: linear time)."""
+    return Glob(pattern)
 
 
 def matches(path: str, patterns) -> bool:
@@ -88,6 +73,10 @@ def is_source(path: str) -> bool:
 
 def _git_listing(root: Path) -> list[str] | None:
     """Paths git would show under root (tracked and untracked, not ignored)."""
+    if not _may_be_in_work_tree(root):
+        return None
+    import subprocess
+
     try:
         inside = subprocess.run(["git", "-C", str(root), "rev-parse", "--is-inside-work-tree"], capture_output=True, text=True, timeout=30)
         if inside.returncode != 0 or inside.stdout.strip() != "true":
@@ -114,61 +103,97 @@ def _git_listing(root: Path) -> list[str] | None:
     return sorted(set(p for p in out if os.path.lexists(root / p)))
 
 
-def _walk(root: Path, notes: list) -> list[str]:
-    """Every file under root, links followed only inside root, loops cut."""
+def _may_be_in_work_tree(root: Path) -> bool:
+    """False when no directory from root up holds a ``.git`` and no variable points git elsewhere: git need not
+    be asked (starting it is most of the cost of listing a small tree)."""
+    if os.environ.get("GIT_DIR") or os.environ.get("GIT_WORK_TREE"):
+        return True
+    here = root.resolve()
+    for d in (here, *here.parents):
+        if os.path.lexists(d / ".git"):
+            return True
+    return False
+
+
+def _walk(root: Path, notes: list, max_entries: int = 10**9) -> list[str]:
+    """Every file under root in depth-first name order, links followed only inside root, loops cut; LimitError
+    past max_entries. A stack, not recursion: a hostile tree may be nested as deep as paths allow."""
     real_root = root.resolve()
     seen_dirs = set()
     out = []
-
-    def visit(directory: Path, rel: str):
-        real = directory.resolve()
-        if real in seen_dirs:
-            notes.append((rel or ".", "directory link loop; entered once"))
-            return
-        seen_dirs.add(real)
+    seen = 0
+    stack = [(root, "")]
+    while stack:
+        directory, rel = stack.pop()
+        if not isinstance(directory, Path):  # a file, kept in its place in the order
+            out.append(rel)
+            continue
         try:
+            st = os.stat(directory)  # (device, inode): a loop test that costs no walk of the path in Python
+            if (st.st_dev, st.st_ino) in seen_dirs:
+                notes.append((rel or ".", "directory link loop; entered once"))
+                continue
+            seen_dirs.add((st.st_dev, st.st_ino))
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
         except OSError as exc:
             notes.append((rel or ".", f"cannot list directory ({exc.strerror})"))
-            return
+            continue
+        seen += len(entries)
+        if seen > max_entries:
+            raise LimitError(f"kernel-ports: the tree under the root {root} has more than {max_entries} entries (20 x "
+                             f"limits.max_files), so it was not listed; check `root`, or {how_to_raise('max_files')}")
+        children = []
         for entry in entries:
             child_rel = f"{rel}/{entry.name}" if rel else entry.name
             if entry.name == ".git":
                 continue
-            if entry.is_dir(follow_symlinks=True):
-                target = Path(entry.path).resolve()
-                if entry.is_symlink() and not target.is_relative_to(real_root):
-                    notes.append((child_rel, "directory link leads outside the root; not followed"))
-                    continue
-                visit(Path(entry.path), child_rel)
+            try:
+                is_dir = entry.is_dir(follow_symlinks=True)
+                target = Path(entry.path).resolve() if is_dir and entry.is_symlink() else None
+            except (OSError, RuntimeError) as exc:
+                notes.append((child_rel, f"cannot read directory entry ({getattr(exc, 'strerror', None) or exc})"))
+                continue
+            if not is_dir:
+                children.append((None, child_rel))
+            elif target is not None and not target.is_relative_to(real_root):
+                notes.append((child_rel, "directory link leads outside the root; not followed"))
             else:
-                out.append(child_rel)
-
-    visit(root, "")
+                children.append((Path(entry.path), child_rel))
+        stack.extend(reversed(children))
     return out
 
 
-def resolve_scope(registry, max_bytes: int = MAX_FILE_BYTES) -> Scope:
+def resolve_scope(registry, max_bytes: int | None = None) -> Scope:
+    bounds = Limits.of(registry)
+    max_bytes = max_bytes or bounds.max_file_bytes
     root = registry.root
     scope = Scope(root=root)
     notes: list = []
     listing = _git_listing(root)
     if listing is None:
-        listing = _walk(root, notes)
+        listing = _walk(root, notes, 20 * bounds.max_files)
     for path, why in notes:
         if matches(path + "/x", registry.sources.include) and not matches(path, registry.sources.exclude):
-            scope.findings.append(Finding("KP901", path, 1, 1, f"not analyzed: {why}"))
+            scope.findings.append(Finding("KP901", path, 1, 1, lost_message(lost("unreadable", why))))
     real_root = root.resolve()
-    for path in listing:
-        if not is_source(path):
-            continue
-        if not matches(path, registry.sources.include) or matches(path, registry.sources.exclude):
-            continue
+    selected = [p for p in listing if is_source(p) and matches(p, registry.sources.include)
+                and not matches(p, registry.sources.exclude)]
+    if len(selected) > bounds.max_files:
+        raise LimitError(f"kernel-ports: the scope has {len(selected)} source files, over the limit of {bounds.max_files} "
+                         f"(limits.max_files); narrow `sources` or {how_to_raise('max_files')}")
+    total = 0
+    for path in selected:
         scope.listed += 1
         problem, data, abspath = _read(root / path, real_root, max_bytes)
         if problem:
-            scope.findings.append(Finding("KP901", path, 1, 1, f"not analyzed: {problem}; the file is in scope, so the check fails closed"))
+            scope.findings.append(Finding("KP901", path, 1, 1, lost_message(problem)))
+            scope.refused.append(path)
             continue
+        total += len(data)
+        if total > bounds.max_total_bytes:
+            raise LimitError(f"kernel-ports: the source files in scope exceed {bounds.max_total_bytes} bytes in total "
+                             f"(limits.max_total_bytes; reached at {path}); narrow `sources` or "
+                             f"{how_to_raise('max_total_bytes')}")
         scope.files.append(SourceFile(path, abspath, data))
     return scope
 
@@ -177,22 +202,26 @@ def _read(abspath: Path, real_root: Path, max_bytes: int):
     try:
         real = abspath.resolve(strict=True)
     except (OSError, RuntimeError) as exc:
-        return f"cannot resolve path ({getattr(exc, 'strerror', None) or exc})", None, abspath
+        return lost("unreadable", f"cannot resolve path ({getattr(exc, 'strerror', None) or exc})"), None, abspath
     if not real.is_relative_to(real_root):
-        return "symbolic link leads outside the root; not followed", None, abspath
+        return lost("outside root", "symbolic link leads outside the root; not followed"), None, abspath
     if not real.is_file():
-        return "not a regular file", None, abspath
+        return lost("unreadable", "not a regular file"), None, abspath
     try:
         size = real.stat().st_size
         if size > max_bytes:
-            return f"file is {size} bytes, over the {max_bytes}-byte limit", None, abspath
-        data = real.read_bytes()
+            return lost("size", f"file is {size} bytes, over the {max_bytes}-byte limit (limits.max_file_bytes; "
+                                f"{how_to_raise('max_file_bytes')})"), None, abspath
+        with open(real, "rb") as fh:
+            data = fh.read(max_bytes + 1)  # a file that grows after the size check is still bounded
+        if len(data) > max_bytes:
+            return lost("size", f"file grew past the {max_bytes}-byte limit while read"), None, abspath
     except OSError as exc:
-        return f"cannot read ({exc.strerror})", None, abspath
+        return lost("unreadable", f"cannot read ({exc.strerror})"), None, abspath
     if b"\0" in data:
-        return "binary content (NUL byte)", None, abspath
+        return lost("binary", "binary content (NUL byte)"), None, abspath
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return f"not UTF-8 text (byte {exc.start})", None, abspath
+        return lost("encoding", f"not UTF-8 text (byte {exc.start})"), None, abspath
     return None, data, abspath

@@ -148,7 +148,8 @@ def _merge_slot(a, b):
 def code_surface(index, scope=None) -> Surface:
     surface = Surface()
     surface.unanalyzable = frozenset(p for p, _ in index.unanalyzable)
-    if scope is not None:
+    if scope is not None:  # a file the scope refused (size, encoding ...) is as unknown as one that failed to parse
+        surface.unanalyzable |= frozenset(getattr(scope, "refused", ()))
         surface.in_scope = frozenset(f.path for f in scope.files)
     else:
         surface.in_scope = frozenset(index.files_scanned)

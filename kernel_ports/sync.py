@@ -504,7 +504,13 @@ def _prev_key(mapping, key):
 def compute_sync(registry, index, scope) -> SyncResult:
     from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
-    old = Path(registry.path).read_text(encoding="utf-8")
+    from kernel_ports.registry.bounds import check_events, read_bounded
+    from kernel_ports.registry.load import RegistryError
+
+    # read again for the round trip: the same bounds as the first load, so a file changed in between cannot
+    # make ruamel expand what the loader refused
+    old = read_bounded(Path(registry.path), RegistryError).decode("utf-8")
+    check_events(old, registry.path, RegistryError)
     y = _yaml(old)
     doc = y.load(old)
     result = SyncResult(old=old, new=old)

@@ -46,7 +46,7 @@ def test_findings_exit_1_with_text_lines(broken, capsys):
     code, out, _ = run(capsys, broken)
     line = broken.line_of(LAUNCHER, "std::vector<array> outputs = kernel(")
     assert code == 1
-    assert "src/lib/mlx-cpp/turbo/legacy.cpp:1:1: error: not analyzed: not UTF-8 text (byte 6)" in out
+    assert "src/lib/mlx-cpp/turbo/legacy.cpp:1:1: error: not analyzed (encoding): not UTF-8 text (byte 6)" in out
     kp201 = [l for l in out.splitlines() if l.endswith("[KP201]")]
     assert any(l.startswith(f"{LAUNCHER}:{line}:") for l in kp201), kp201
     assert "1 files unanalyzable" in out.splitlines()[-1]

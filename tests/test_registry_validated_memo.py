@@ -54,4 +54,4 @@ def test_cli_no_cache_validates(tmp_path, monkeypatch):
     cli._load(args)
     cli._load(args)
     assert len(calls) == 3
-    assert list((tmp_path / "cache" / "kernel-ports" / "v1" / "registry").iterdir())
+    assert list((tmp_path / "cache" / "kernel-ports" / "data-v2" / "registry").iterdir())

@@ -6,6 +6,7 @@ from __future__ import annotations
 from kernel_ports.checkers import Context, Rule
 from kernel_ports.findings import Finding
 from kernel_ports.frontend.isolation import WALK_FAILURE
+from kernel_ports.limits import lost_message
 
 
 class FrontEndFailures(Rule):
@@ -13,7 +14,7 @@ class FrontEndFailures(Rule):
 
     def check(self, ctx: Context):
         for path, reason in ctx.index.unanalyzable:
-            yield Finding("KP901", path, 1, 1, f"not analyzed: {reason}; the file is in scope, so the check fails closed")
+            yield Finding("KP901", path, 1, 1, lost_message(reason))
         for u in ctx.index.unconfirmed:
             configuration = ",".join(sorted(u.configurations)) or None
             if u.kind == WALK_FAILURE:

@@ -470,6 +470,7 @@ class ParseJob:
     unsaved: Optional[bytes] = None
     fault: Optional[str] = None  # test hook: "crash" | "hang" | "error"
     unread_bodies: frozenset = frozenset()  # (relpath, line, column) of free-function bodies not to walk (focus.py)
+    withheld: tuple = ()  # absolute paths of project files the scope refused (KP901): Clang sees them empty
 
 
 def build_args(registry, configuration, relpath: str, *, compile_commands: Optional[dict] = None,
@@ -681,7 +682,8 @@ def parse_translation_unit(job: ParseJob) -> TUResult:
         # only to drop them cost more than the rest of the walk
         index = ci.Index.create(excludeDecls=True)
         opts = ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD | 0x200  # CXTranslationUnit_KeepGoing
-        unsaved = [(job.abspath, job.unsaved)] if job.unsaved is not None else None
+        unsaved = ([(job.abspath, job.unsaved)] if job.unsaved is not None else []) + [(p, "") for p in job.withheld]
+        unsaved = unsaved or None
         try:
             tu = index.parse(job.abspath, args=list(job.args), unsaved_files=unsaved, options=opts)
         except ci.TranslationUnitLoadError:

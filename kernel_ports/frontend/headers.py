@@ -377,3 +377,14 @@ def shadowed(args, system_dirs=()) -> bool:
         rels = ["mlx/mlx.h", "mlx/fast.h", "mlx/array.h"]
     rels.append("rust/cxx.h")
     return any((Path(d) / r).exists() for d in dirs if d and os.path.normpath(d) not in own for r in rels)
+
+
+def resolution_inputs(root) -> list:
+    """Directories whose change can change what ``auto`` resolves to (a package installed into or removed from a
+    site directory, a cxx crate unpacked into a cargo registry), for a cache entry that answers without resolving."""
+    import sys
+
+    cargo = os.environ.get("CARGO_HOME") or os.path.join(os.path.expanduser("~"), ".cargo")
+    dirs = [p for p in sys.path if p and os.path.isdir(p) and not os.path.isfile(os.path.join(p, "__init__.py"))]
+    dirs += glob.glob(os.path.join(cargo, "registry", "src", "*")) + ["/usr/share/cargo/registry"]
+    return sorted({os.path.abspath(d) for d in dirs if os.path.isdir(d)})

@@ -17,12 +17,13 @@ import tree_sitter_rust
 from tree_sitter import Language, Parser
 
 from kernel_ports.facts import GateExpr, Location, RustGate, SeamCall
+from kernel_ports.limits import bounded_parser
 
 _LANGUAGE = Language(tree_sitter_rust.language())
 
 
 def rust_parser() -> Parser:
-    return Parser(_LANGUAGE)
+    return bounded_parser(Parser(_LANGUAGE))
 
 
 def _t(node) -> str:

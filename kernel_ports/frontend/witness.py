@@ -29,6 +29,7 @@ import tree_sitter_cpp
 from tree_sitter import Language, Parser
 
 from kernel_ports.facts import HipSource, Location
+from kernel_ports.limits import bounded_parser
 
 CPP_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".hxx", ".cu", ".cuh", ".hip", ".mm")
 HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".cuh")
@@ -37,7 +38,7 @@ _LANGUAGE = Language(tree_sitter_cpp.language())
 
 
 def cpp_parser() -> Parser:
-    return Parser(_LANGUAGE)
+    return bounded_parser(Parser(_LANGUAGE))
 
 
 def is_cpp_file(path: str) -> bool:
@@ -115,6 +116,9 @@ class WitnessNames:
     backend_queries: frozenset
     seams: frozenset
     predicates: frozenset
+    # registry defines with an empty value (`MLXCEL_API=`): export attributes, read as the preprocessor will (as
+    # nothing), since tree-sitter takes `MLXCEL_API int f()` for an error and the focus then reads every such body
+    empty_macros: frozenset = frozenset()
 
     def stable_repr(self) -> str:
         """The same text in every process (set order varies with hash seeds), for cache keys."""
@@ -127,6 +131,7 @@ class WitnessNames:
                 sorted(self.backend_queries),
                 sorted(self.seams),
                 sorted(self.predicates),
+                sorted(self.empty_macros),
             )
         )
 
@@ -143,6 +148,8 @@ class WitnessNames:
             backend_queries=frozenset(q.split("::")[-1] for q in conv.backend_queries),
             seams=frozenset(s.name.split("::")[-1] for s in conv.test_seams),
             predicates=predicates,
+            empty_macros=frozenset(d[:-1].strip() for d in registry.compile.defines
+                                   if d.endswith("=") and re.fullmatch(r"[A-Za-z_]\w*", d[:-1].strip())),
         )
 
 
@@ -191,6 +198,8 @@ def _content_line(node, is_raw: bool) -> int:
 
 def _string_pieces(node):
     """[(text, is_raw, node)] for a string literal or a concatenation of them; None otherwise."""
+    while node.type == "parenthesized_expression" and node.named_children:  # a loop: nesting has no bound
+        node = node.named_children[0]
     t = node.type
     if t == "raw_string_literal":
         content = [c for c in node.named_children if c.type == "raw_string_content"]
@@ -208,8 +217,6 @@ def _string_pieces(node):
                 return None  # a macro or identifier between pieces: not a plain constant
             out.extend(sub)
         return out
-    if t == "parenthesized_expression" and node.named_children:
-        return _string_pieces(node.named_children[0])
     return None
 
 
@@ -242,9 +249,17 @@ def _type_last_segment(decl) -> str | None:
     return _text(ty) if ty is not None else None
 
 
+def _blank_macros(data: bytes, macros: frozenset) -> bytes:
+    """``data`` with each whole-word use of the ``macros`` replaced by as many spaces (offsets unchanged)."""
+    if not macros:
+        return data
+    pattern = re.compile(rb"\b(?:" + b"|".join(re.escape(m.encode()) for m in sorted(macros)) + rb")\b")
+    return pattern.sub(lambda m: b" " * len(m.group(0)), data)
+
+
 def witness(path: str, data: bytes, names: WitnessNames, parser: Parser | None = None) -> WitnessResult:
     parser = parser or cpp_parser()
-    tree = parser.parse(data)
+    tree = parser.parse(_blank_macros(data, names.empty_macros))
     res = WitnessResult(path=path, has_errors=tree.root_node.has_error)
     cands = res.candidates
     stack = [tree.root_node]

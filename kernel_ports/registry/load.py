@@ -18,6 +18,7 @@ from pathlib import Path, PurePosixPath
 
 import yaml
 
+from kernel_ports.registry.bounds import check_events, read_bounded
 from kernel_ports.registry.model import (
     BACKENDS,
     Backend,
@@ -42,10 +43,15 @@ DEFAULT_BACKENDS = {
 }
 
 
+MAX_MESSAGE = 300
+
+
 class RegistryError(Exception):
     """A registry that cannot be used. `str()` is one line naming file:line."""
 
     def __init__(self, path, line: int, key: str, message: str):
+        if len(message) > MAX_MESSAGE:  # a schema message quotes the offending value, which may be the whole file
+            message = message[: MAX_MESSAGE // 2] + " ... " + message[-(MAX_MESSAGE // 2 - 5):]
         self.path, self.line, self.key, self.message = str(path), line, key, message
         where = f"{self.path}:{line}" if line else self.path
         super().__init__(f"{where}: {key}: {message}" if key else f"{where}: {message}")
@@ -85,13 +91,14 @@ def _record_lines(node, dotted: str, lines: dict, path) -> None:
 
 def _read_yaml(path: Path) -> tuple[dict, dict]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_bounded(path, RegistryError).decode("utf-8")
     except FileNotFoundError:
         raise RegistryError(path, 0, "", "registry file not found") from None
     except UnicodeDecodeError as exc:
         raise RegistryError(path, 0, "", f"not UTF-8 text ({exc.reason})") from None
     except OSError as exc:
         raise RegistryError(path, 0, "", f"cannot read registry ({exc.strerror})") from None
+    check_events(text, path, RegistryError)
     lines: dict = {}
     try:
         node = yaml.compose(text, Loader=_Loader)
@@ -103,6 +110,8 @@ def _read_yaml(path: Path) -> tuple[dict, dict]:
         line = mark.line + 1 if mark else 0
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise RegistryError(path, line, "", f"malformed YAML: {problem}") from None
+    except ValueError as exc:  # a scalar the safe constructor cannot convert (e.g. an integer of 5000 digits)
+        raise RegistryError(path, 0, "", f"unreadable value: {str(exc).splitlines()[0][:120]}") from None
     if node is None or not isinstance(node, yaml.MappingNode) or not isinstance(data, dict):
         raise RegistryError(path, 1, "", "the registry must be a YAML mapping")
     return data, lines
@@ -280,6 +289,7 @@ def _build(path: Path, data: dict, lines: dict, root_override: str | None) -> Re
         kernels=tuple(kernels),
         exemptions=exemptions,
         where={k: Where(str(path), v) for k, v in lines.items()},
+        limits=dict(data.get("limits", {})),
     )
     _cross_check(b, registry)
     return registry

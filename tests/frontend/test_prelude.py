@@ -37,7 +37,7 @@ def test_one_changed_file_uses_the_prelude_of_an_earlier_run(tmp_path, monkeypat
     cache = tmp_path / "cache"
     first = build_index(reg, files_under(root), jobs=2, cache_dir=cache)
     assert len(first.factory_calls) == 3
-    assert list((cache / "v1" / "pch").glob("prelude-*.pch"))
+    assert list((cache / "data-v2" / "pch").glob("prelude-*.pch"))
     (root / "src/k1.cpp").write_text((LAUNCHER % {"n": 1}) + "// edited\n")
     jobs = _record_parse_jobs(monkeypatch)
     second = build_index(reg, files_under(root), jobs=2, cache_dir=cache)
@@ -150,7 +150,7 @@ def test_configurations_share_one_prelude(tmp_path, monkeypatch):
     assert {fc.backend for fc in idx.factory_calls} == {"metal", "rocm"}
     pchs = {j.args[j.args.index("-include-pch") + 1] for j in jobs}
     assert len(jobs) == 6 and len(pchs) == 1
-    assert len(list((tmp_path / "cache" / "v1" / "pch").glob("prelude-*.pch"))) == 1
+    assert len(list((tmp_path / "cache" / "data-v2" / "pch").glob("prelude-*.pch"))) == 1
 
 
 def test_which_defines_share_the_default_prelude(tmp_path):
