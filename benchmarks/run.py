@@ -127,6 +127,7 @@ def report(res: dict, label: str) -> None:
     print(f"machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
           f"PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r}")
     print(f"tree: {label}; checked: {summary.get('checked')}; findings: {len(res['doc'].get('findings', []))}")
+    print(f"headers: {summary.get('headers', {}).get('description', 'stubs (before header resolution)')}")
     print(f"load average: before {res['loads'][0]}, after {res['loads'][1]}")
     for name, ts in res["times"].items():
         print(f"{name:>17}: median {_median(ts):.3f} s  (runs: {', '.join(f'{t:.3f}' for t in ts)})"
@@ -149,12 +150,19 @@ def main(argv=None) -> int:
     parser.add_argument("--registry", type=Path, default=None, help="an existing tree's registry instead of a generated one")
     parser.add_argument("--root", type=Path, default=None, help="its source root (default: the registry's)")
     parser.add_argument("--touch", default=None, help="the file (relative to the root) the one-file scenario edits")
+    parser.add_argument("--headers", choices=("auto", "stubs"), default="auto",
+                        help="compile.mlx_headers/cxx_headers of the generated registry: the installed real headers "
+                             "(auto) or the bundled stubs, to compare with runs made before real headers existed")
     args = parser.parse_args(argv)
 
     work = Path(tempfile.mkdtemp(prefix="kp-bench-"))
     try:
         if args.registry is None:
             registry = generate(work / "tree", args.launchers, args.lines, args.bridge_chars, args.kernels_chars)
+            if args.headers != "auto":
+                text = registry.read_text(encoding="utf-8")
+                registry.write_text(text.replace("compile:\n", f"compile:\n  mlx_headers: {args.headers}\n"
+                                                 f"  cxx_headers: {args.headers}\n", 1), encoding="utf-8")
             root = work / "tree" / "engine"
             touch = next(root.rglob("*_g0.cpp"))
             label = (f"generated, {args.launchers} launchers x ~{args.lines} lines, bridge unit ~{args.bridge_chars} "

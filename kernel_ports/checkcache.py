@@ -142,6 +142,11 @@ def outside_inputs(registry) -> tuple:
         paths.add(clang_fe.system_cxx_headers())
     except clang_fe.FrontEndError:
         pass
+    # where `compile.mlx_headers/cxx_headers: auto` looks (frontend/headers.py): installing mlx-cpu or a cxx crate
+    # changes which headers judge the tree
+    from kernel_ports.frontend import headers
+
+    paths |= set(headers.resolution_inputs(root))
     for conf in registry.compile.configurations:
         try:
             args = clang_fe.build_args(registry, conf, "unit.cpp")

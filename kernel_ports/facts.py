@@ -380,6 +380,7 @@ class ParseQuality:
     seconds: float
     translation_unit: Optional[str] = None  # the TU it was seen through (headers)
     cached: bool = False
+    first_errors: tuple = ()  # the first Clang errors, "path:line: message"
 
 
 @dataclass(frozen=True, kw_only=True)

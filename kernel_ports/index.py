@@ -68,14 +68,15 @@ from kernel_ports.facts import (
     sort_key,
     to_jsonable,
 )
-from kernel_ports.frontend import clang_fe, focus, hip, rust, witness as wit
+from kernel_ports import parse_summary
+from kernel_ports.frontend import clang_fe, headers, focus, hip, rust, witness as wit
 
 def _code_digest() -> str:
     """The front ends' own source, so a changed extractor never reads stale cache entries."""
     h = hashlib.sha256(__version__.encode())
     here = Path(__file__).resolve().parent
     for rel in ("facts.py", "index.py", "frontend/clang_fe.py", "frontend/witness.py", "frontend/hip.py", "frontend/rust.py",
-                "frontend/focus.py"):
+                "frontend/focus.py", "frontend/headers.py", "frontend/isolation.py"):
         try:
             h.update((here / rel).read_bytes())
         except OSError:
@@ -116,6 +117,7 @@ class ProjectIndex:
     clang_files: list = field(default_factory=list)  # (path, configuration) parsed by Clang
     functions: dict = field(default_factory=dict)  # usr -> clang_fe.FunctionInfo (merged)
     timings: dict = field(default_factory=dict)
+    headers: dict = field(default_factory=dict)  # the header set that judged the tree (frontend/headers.py)
 
     # ---------------------------------------------------------------- queries
     def includers_of(self, path: str) -> set:
@@ -169,6 +171,7 @@ class ProjectIndex:
             "unanalyzable": [{"path": p, "reason": r} for p, r in sorted(self.unanalyzable)],
             "unconfirmed": lst(self.unconfirmed),
             "include_graph": sorted([a, b] for a, b in self.include_graph.edges),
+            "headers": self.headers,
         }
 
 
@@ -499,6 +502,7 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
             tus.add(p)
     cc_path = compile_commands or registry.compile.compile_commands
     cc = _load_compile_commands(Path(cc_path) if cc_path else None, root)
+    index.headers = dict(headers.resolve_for(registry).as_dict(), **({"compile_commands": len(cc)} if cc else {}))
     if tus:
         clang_fe.builtin_include_dir()
         clang_fe.system_cxx_headers()
@@ -537,7 +541,7 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
     # include dirs inside the root are keyed relative to it, so a copy of the tree elsewhere reuses the parses of
     # its unchanged files (their content hashes and those of the project headers they read still decide)
     comp_key = _sha(repr((registry.compile.std, registry.compile.defines, tuple(_dir_key(d, root) for d in registry.compile.include_dirs),
-                          conv, clang_fe.stub_digest(), FRONTEND_VERSION, sorted(cc.items()), withheld)).encode())[:24]
+                          conv, headers.resolve_for(registry).digest, FRONTEND_VERSION, sorted(cc.items()), withheld)).encode())[:24]
     fault_map = _faults()
     results: list = []
     to_parse = []
@@ -582,7 +586,7 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
                 built = clang_fe.prelude_path(pre_args, pch_dir, with_stubs=with_stubs)
                 if built.is_file():
                     pchs[plan] = str(built)  # built by an earlier run: worth it for a single file too
-                elif n >= 3:
+                elif n >= _prelude_min_files(registry, cache):
                     pre_jobs.append((plan, ("prelude", (pre_args, str(pch_dir), with_stubs))))
             if pre_jobs:
                 for a, (status, out) in pool.run(pre_jobs, timeout).items():
@@ -709,6 +713,14 @@ def _prelude_plan(registry, args: tuple, root: Path) -> tuple:
     """(prelude arguments, with the stubs) for a unit's argument set."""
     # the stubs are precompiled too when they are what the units would include (~20 ms a parse)
     return _prelude_args(args, root, _shared_prelude_defines(registry)), not clang_fe.stubs_shadowed(args)
+
+
+def _prelude_min_files(registry, cache: "_Cache") -> int:
+    """Units an argument set needs for a prelude to pay for itself in this run: real MLX headers cost a second or
+    more a parse without one (and a kept prelude serves later runs), the stubs a tenth of that."""
+    if not headers.resolve_for(registry).mlx.real:
+        return 3
+    return 1 if cache.root is not None else 2
 
 
 def _start_early_prelude(registry, root: Path, cache: "_Cache", cpp_files: list, compile_commands):
@@ -1178,7 +1190,8 @@ def _merge(index: ProjectIndex, registry, results: list, witnessed: dict, conv) 
     for r in results:
         index.parse_quality.append(ParseQuality(path=r.path, configuration=r.configuration, parsed=r.ok,
                                                 diagnostics=r.diagnostics, errors=r.errors, seconds=round(r.seconds, 4),
-                                                cached=getattr(r, "cached", False)))
+                                                cached=getattr(r, "cached", False),
+                                                first_errors=tuple(getattr(r, "first_errors", ()))))
 
     # unconfirmed candidates (KP902)
     seen = set()
@@ -1215,7 +1228,7 @@ def _merge(index: ProjectIndex, registry, results: list, witnessed: dict, conv) 
                                       kind=kind, name=name, reason=reason))
     # an untyped record and a missing one at the same place are one finding
     by_place: dict = {}
-    for u in _merge_configs(unconf):
+    for u in parse_summary.with_nearest_errors(_merge_configs(unconf), results):
         by_place.setdefault((u.loc.path, u.loc.line, u.kind), u)
     index.unconfirmed = sorted(by_place.values(), key=sort_key)
     index.hip_sources = sorted(index.hip_sources, key=sort_key)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kernel_ports import parse_summary
 from kernel_ports.adopt import annotate_symbols, untabled_notes
 from kernel_ports.checkers import Context, all_rules
 from kernel_ports.findings import Finding, Policy, apply_policy
@@ -80,6 +81,8 @@ def make_summary(registry, scope, index, findings, rules_run) -> dict:
             "rust_gates": len(index.rust_gates),
         }
     )
+    headers = getattr(index, "headers", {}) or {}
+    errors = parse_summary.parse_errors(index)
     summary = {
         "root": str(registry.root),
         "root_uri": registry.root.resolve().as_uri() + "/",
@@ -87,8 +90,10 @@ def make_summary(registry, scope, index, findings, rules_run) -> dict:
         "checked": checked,
         "counts": counts,
         "rules_run": rules_run,
+        "headers": headers,
+        "parse_errors": errors,
     }
-    notes = untabled_notes(index, registry)
+    notes = parse_summary.notes(headers, errors) + untabled_notes(index, registry)
     if notes:
         summary["notes"] = notes
     return summary

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Creates .venv and installs kernel-ports with its test extra. Idempotent.
+# Creates .venv and installs kernel-ports with its test and mlx extras. Idempotent.
 # The Clang front end needs the system C++ standard library headers (g++).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,4 +16,16 @@ PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
+# The real MLX headers (the [mlx] extra) and Debian's cxx crate (rust/cxx.h), so the Clang front end judges through
+# what engines build with; without either, the bundled stubs are a complete fallback and the tests that need the
+# real headers skip, naming the package.
+if ! .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test,mlx]' 2>/dev/null; then
+  echo "setup: the [mlx] extra (MLX C++ headers) could not be installed; the bundled stubs are used" >&2
+  .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
+fi
+if ! ls /usr/share/cargo/registry/cxx-*/include/cxx.h >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 \
+    && [ "$(id -u)" = 0 ]; then
+  echo "setup: installing librust-cxx-dev (rust/cxx.h)" >&2
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends librust-cxx-dev; } \
+    >/dev/null 2>&1 || echo "setup: librust-cxx-dev could not be installed; the bundled cxx stub is used" >&2
+fi

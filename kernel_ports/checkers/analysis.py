@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from kernel_ports.checkers import Context, Rule
 from kernel_ports.findings import Finding
+from kernel_ports.frontend.isolation import WALK_FAILURE
 from kernel_ports.limits import lost_message
 
 
@@ -16,12 +17,10 @@ class FrontEndFailures(Rule):
             yield Finding("KP901", path, 1, 1, lost_message(reason))
         for u in ctx.index.unconfirmed:
             configuration = ",".join(sorted(u.configurations)) or None
-            yield Finding(
-                "KP902",
-                u.loc.path,
-                u.loc.line,
-                u.loc.column,
-                f"{u.kind.replace('_', ' ')} `{u.name}` seen by the syntactic pass but not confirmed by Clang: {u.reason}; "
-                "check that the MLX stub headers (or compile_commands.json) match the MLX this engine pins",
-                configuration=configuration,
-            )
+            if u.kind == WALK_FAILURE:
+                message = f"`{u.name}` not judged: {u.reason}; the rest of the file was judged"
+            else:
+                message = (f"{u.kind.replace('_', ' ')} `{u.name}` seen by the syntactic pass but not confirmed by Clang: "
+                           f"{u.reason}; check that the MLX and cxx headers that judged the tree (see the summary) or "
+                           "compile_commands.json match what this engine builds with")
+            yield Finding("KP902", u.loc.path, u.loc.line, u.loc.column, message, configuration=configuration)

@@ -9,18 +9,19 @@ table slots to factory calls and invocations to selector calls.
 
 Parsing without a build
 -----------------------
-``-x c++ -std=<registry std>``, registry defines and include dirs, the
-package's MLX stubs through ``-idirafter`` (real headers on the include path
-win), GCC's own include directory for ``stddef.h`` and friends (the libclang
+``-x c++ -std=<registry std>``, registry defines and include dirs, the MLX and
+cxx headers resolved in :mod:`kernel_ports.frontend.headers` (real ones when
+installed, else the package's stubs through ``-idirafter``; the ROCm shim),
+GCC's own include directory for ``stddef.h`` and friends (the libclang
 wheel ships no resource headers), keep-going and no error limit.  CUDA/HIP
 sources are parsed as C++ with their keywords defined away.  With
 ``compile_commands.json`` the recorded flags of the file are used instead
-(its include and define flags only; stubs still come last).
+(its include and define flags only; the resolved headers still come last).
 
 A precompiled prelude (the standard headers the stubs and engines use, and
-the stubs themselves when no include directory holds an MLX header of its
-own) is built once per argument set into the cache directory, with the
-templates it uses instantiated, and passed with ``-include-pch``; it cuts
+the resolved MLX and cxx headers, stubs or real, when no include directory
+holds one of its own: ``with_stubs`` below) is built once per argument set
+into the cache directory, with the templates it uses instantiated, and passed with ``-include-pch``; it cuts
 per-file parse time several-fold.  It adds two spurious ``__va_list_tag``
 diagnostics per file, which are filtered.  The prelude's declarations are not
 listed among a unit's (``excludeDecls``); what the walk needs of the stubs'
@@ -51,6 +52,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Optional
 
+from kernel_ports.frontend import headers
+from kernel_ports.frontend.isolation import walk_isolated
 from kernel_ports.facts import (
     BackendTest,
     FactoryCall,
@@ -65,7 +68,7 @@ from kernel_ports.facts import (
 MLX_DTYPE = "mlx::core::Dtype"  # MLX API (SPEC §1), not an engine convention
 MLX_ARRAY = "mlx::core::array"
 
-STUBS_DIR = Path(__file__).resolve().parent.parent / "stubs"
+STUBS_DIR = headers.STUBS_DIR
 
 # CUDA / HIP spellings that plain C++ does not know; defined away so that the
 # host code around them parses.
@@ -93,6 +96,10 @@ PRELUDE_STD_HEADERS = (
 
 _ARITHMETIC = {"BOOL", "CHAR_U", "UCHAR", "USHORT", "UINT", "ULONG", "ULONGLONG", "CHAR_S", "SCHAR", "SHORT", "INT",
                "LONG", "LONGLONG", "FLOAT", "DOUBLE", "LONGDOUBLE", "HALF", "FLOAT16"}
+
+
+FIRST_ERRORS = 5  # Clang errors a result lists (facts: files[].first_errors)
+ERROR_LINES_KEPT = 200  # per file, for the summary's causes and the nearest error a KP902 names
 
 
 class FrontEndError(Exception):
@@ -403,6 +410,8 @@ class TUResult:
     seen: set = field(default_factory=set)  # (path, line, kind) confirmed typed constructs
     untyped: list = field(default_factory=list)  # (path, line, column, kind, name, reason)
     skipped: dict = field(default_factory=dict)  # path -> [(first_line, last_line)]
+    first_errors: list = field(default_factory=list)  # the first Clang errors, "path:line: message"
+    error_lines: dict = field(default_factory=dict)  # project path -> [(line, message)] of its Clang errors (capped)
 
 
 @dataclass(frozen=True)
@@ -482,7 +491,9 @@ def build_args(registry, configuration, relpath: str, *, compile_commands: Optio
     args.append(f"-I{registry.root}")
     for inc in comp.include_dirs:
         args.append(f"-I{inc}")
-    args += ["-idirafter", str(STUBS_DIR), "-isystem", builtin_include_dir()]
+    # the MLX and cxx headers that judge the tree (real ones, or the stubs; frontend/headers.py)
+    args += headers.resolve_for(registry).args(fallback_only=bool(cc_flags))
+    args += ["-isystem", builtin_include_dir()]
     if pch and not cc_flags:
         args += ["-include-pch", pch]
     return args
@@ -491,16 +502,6 @@ def build_args(registry, configuration, relpath: str, *, compile_commands: Optio
 def prelude_args(registry, configuration) -> list:
     """Arguments identical to a source parse, minus file-specific ones: the PCH's key."""
     return build_args(registry, configuration, "prelude.h")
-
-
-def stub_digest() -> str:
-    h = hashlib.sha256()
-    if STUBS_DIR.is_dir():
-        for p in sorted(STUBS_DIR.rglob("*")):
-            if p.is_file():
-                h.update(str(p.relative_to(STUBS_DIR)).encode())
-                h.update(p.read_bytes())
-    return h.hexdigest()[:16]
 
 
 # Code that uses the MLX API the way launchers do (SPEC section 1: a kernel built by each factory, held in a
@@ -542,36 +543,29 @@ def prelude_text(with_stubs: bool = False, warm_up: bool = True) -> str:
     # units would include anyway (``stubs_shadowed``): a tree with its own (real
     # or different) MLX headers must never meet a precompiled copy of ours.
     lines = [f"#include <{h}>" for h in PRELUDE_STD_HEADERS]
-    if with_stubs:
-        lines.append('#include "mlx/mlx.h"')
+    if with_stubs:  # (the resolved MLX and cxx headers, real or stubs)
+        lines += ['#include "mlx/mlx.h"', '#include "rust/cxx.h"']
     text = "\n".join(lines) + "\n"
     return text + PRELUDE_WARM_UP if with_stubs and warm_up else text
 
 
 def stubs_shadowed(args) -> bool:
     """Whether an include directory of this command line (or a standard system one, or one the CPATH variables
-    name) holds a header at a stub's path, so that units would read it rather than the stub."""
-    dirs = ["/usr/include", "/usr/local/include"]
-    for var in ("CPATH", "CPLUS_INCLUDE_PATH", "C_INCLUDE_PATH"):
-        dirs += os.environ.get(var, "").split(os.pathsep)
-    it = iter(args)
-    for a in it:
-        if a in ("-I", "-isystem", "-iquote"):
-            dirs.append(next(it, ""))
-        elif a.startswith("-I") and len(a) > 2:
-            dirs.append(a[2:])
-        elif a.startswith("-isystem") and len(a) > 8:
-            dirs.append(a[8:])
-        elif a == "-include" or a == "-include-pch":
-            next(it, None)
-    rels = [p.relative_to(STUBS_DIR) for p in STUBS_DIR.rglob("*") if p.is_file()] if STUBS_DIR.is_dir() else []
-    return any((Path(d) / r).exists() for d in dirs if d for r in rels)
+    name) other than the resolved header set's holds a header at one of its paths, so that units would read it
+    rather than the set's."""
+    return headers.shadowed(args, ("/usr/include", "/usr/local/include"))
 
 
-def _prelude_header_args(args) -> list:
+def _prelude_header_args(args, with_stubs: bool = True) -> list:
     # -fpch-instantiate-templates: the template instantiations the standard headers need are made once, in the
     # prelude, instead of at the end of every unit that loads it (~40 ms a parse)
-    return ["-x", "c++-header", "-fpch-instantiate-templates"] + [a for a in args if a != "-x" and a != "c++"]
+    args = [a for a in args if a != "-x" and a != "c++"]
+    if not with_stubs and "-include" in args:
+        # a prelude of the standard headers alone: a force-included header (the ROCm shim, which reads mlx/fast.h)
+        # is read by each unit instead, so the MLX declarations stay the unit's own
+        i = args.index("-include")
+        args = args[:i] + args[i + 2:]
+    return ["-x", "c++-header", "-fpch-instantiate-templates"] + args
 
 
 def prelude_path(args, cache_dir: Path, cindex_file: Optional[str] = None, with_stubs: bool = False) -> Path:
@@ -581,7 +575,7 @@ def prelude_path(args, cache_dir: Path, cindex_file: Optional[str] = None, with_
 
         spec = importlib.util.find_spec("clang.cindex")
         cindex_file = spec.origin if spec is not None else ""
-    text = "\0".join(_prelude_header_args(list(args))) + prelude_text(with_stubs) + stub_digest() + cindex_file
+    text = "\0".join(_prelude_header_args(list(args), with_stubs)) + prelude_text(with_stubs) + headers.args_digest(args, _builtin_dirs()) + cindex_file
     key = hashlib.sha256(text.encode()).hexdigest()[:20]
     return Path(cache_dir) / f"prelude-{key}.pch"
 
@@ -598,7 +592,7 @@ def build_prelude(args: list, cache_dir: Path, with_stubs: bool = False) -> Opti
         return str(out)
     cache_dir.mkdir(parents=True, exist_ok=True)
     src = out.with_suffix(".h")
-    hdr_args = _prelude_header_args(args)
+    hdr_args = _prelude_header_args(args, with_stubs)
     try:
         index = ci.Index.create()
         for warm_up in ((True, False) if with_stubs else (False,)):
@@ -613,7 +607,7 @@ def build_prelude(args: list, cache_dir: Path, with_stubs: bool = False) -> Opti
         if with_stubs:
             api = out.with_suffix(".api.json")
             tmp_api = api.with_name(f"{api.name}.{os.getpid()}.tmp")
-            tmp_api.write_text(json.dumps(_stub_api(tu)))
+            tmp_api.write_text(json.dumps(_stub_api(tu, headers.header_dirs_in(args, _builtin_dirs()))))
             os.replace(tmp_api, api)
         tmp = out.with_name(f"{out.stem}.{os.getpid()}.tmp")
         tu.save(str(tmp))
@@ -623,11 +617,19 @@ def build_prelude(args: list, cache_dir: Path, with_stubs: bool = False) -> Opti
     return str(out)
 
 
-def _stub_api(tu) -> dict:
-    """Canonical types of what the stubs declare: functions' results (with whether it is an enum), and types."""
+def _builtin_dirs() -> tuple:
+    try:
+        return (builtin_include_dir(),)
+    except FrontEndError:
+        return ()
+
+
+def _stub_api(tu, header_dirs) -> dict:
+    """Canonical types of what the resolved headers (stubs or real) declare: functions' results (with whether it
+    is an enum), and types."""
     ci = cindex()
     K = ci.CursorKind
-    stubs = str(STUBS_DIR)
+    stubs = tuple(d.rstrip("/") + "/" for d in header_dirs)
     functions, types = {}, {}
 
     def visit(c, prefix):
@@ -851,7 +853,10 @@ class _Walker:
                 ):
                     c = ch[0]
                     continue
-                # conversion operators (operator T()) called implicitly
+                # conversion operators (operator T()) called implicitly (MLX's Dtype converts to its Val enum for
+                # == and switch; the implicit member reference has no location, so it is not among ``ch``)
+                if ref is not None and ref.kind == K.CONVERSION_FUNCTION and len(ch) <= 1:
+                    ch = ch or list(c.get_children())
                 if ref is not None and ref.kind == K.CONVERSION_FUNCTION and len(ch) == 1:
                     m = ch[0]
                     mch = list(m.get_children())
@@ -889,6 +894,9 @@ class _Walker:
             res.diagnostics += 1
             if d.severity >= 3:
                 res.errors += 1
+                if len(res.first_errors) < FIRST_ERRORS:
+                    where = rel or (d.location.file.name if d.location.file else "")
+                    res.first_errors.append(f"{where}:{d.location.line}: {d.spelling}")
                 if rel:
                     self.error_lines.setdefault(rel, []).append((d.location.line, d.spelling))
             if rel:
@@ -900,6 +908,7 @@ class _Walker:
             dst = self.rel(inc.include) if inc.include else None
             if src and dst:
                 res.includes.append((src, dst))
+        res.error_lines = {rel: lines[:ERROR_LINES_KEPT] for rel, lines in self.error_lines.items()}
         top_children = list(self.tu.cursor.get_children())  # one pass over the (large) TU level
         self._find_api_types(top_children)
         tops = []
@@ -930,9 +939,8 @@ class _Walker:
                     res.skipped[rel] = rngs
         for c in tops:
             self.decl(c)
-        self._finish_invocations()
-        self._taint_and_tests()
-        self._refusals()
+        for phase in (self._finish_invocations, self._taint_and_tests, self._refusals):
+            walk_isolated(self, None, phase)
         res.functions = list(self.functions.values())
 
     def _instantiation(self, c) -> bool:
@@ -1028,21 +1036,24 @@ class _Walker:
         if k in (K.STRUCT_DECL, K.CLASS_DECL, K.CLASS_TEMPLATE, K.UNION_DECL, K.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION):
             for ch in c.get_children():
                 if ch.kind == K.FIELD_DECL:
-                    self._field_init(c, ch)
+                    walk_isolated(self, ch, self._field_init, c, ch)
                 else:
                     self.decl(ch, record=c)
             return
         if k in (K.FUNCTION_DECL, K.CXX_METHOD, K.CONSTRUCTOR, K.DESTRUCTOR, K.FUNCTION_TEMPLATE, K.CONVERSION_FUNCTION):
             self._seam_decl(c)
             if c.is_definition():
-                self.function(c)
+                walk_isolated(self, c, self.function, c)
             return
         if k == K.VAR_DECL:
-            init = self._var_init(c)
-            if init is not None:
-                ctx = self._pseudo_ctx(c, "var")
-                self.expr(init, ctx, [c])
+            walk_isolated(self, c, self._var_decl, c)
             return
+
+    def _var_decl(self, c):
+        init = self._var_init(c)
+        if init is not None:
+            ctx = self._pseudo_ctx(c, "var")
+            self.expr(init, ctx, [c])
 
     def _field_init(self, record, field_cursor):
         init = self._var_init(field_cursor)
@@ -1352,7 +1363,8 @@ class _Walker:
             # a function used as a value (function pointer, std::function target)
             if parents and parents[-1].kind == K.CALL_EXPR and parents[-1].referenced is not None and parents[-1].referenced == r:
                 return
-            if any(p.kind == K.CALL_EXPR and p.referenced == r for p in parents[-3:]):
+            # (a call Clang could not resolve references nothing: a Cursor compared with None raises)
+            if any(p.kind == K.CALL_EXPR and _same_cursor(p.referenced, r) for p in parents[-3:]):
                 return
             tmpl = self.ci.conf.lib.clang_getSpecializedCursorTemplate(r)
             target = tmpl if tmpl is not None and not tmpl.kind.is_invalid() else r
@@ -2905,6 +2917,10 @@ class _Walker:
                     calls=tuple(sorted({e.callee for e in info.calls})),
                     default_device_check=info.calls_default_device),
                 table_refs=tuple(info.has_port_args)))
+
+
+def _same_cursor(a, b) -> bool:
+    return a is not None and b is not None and a == b
 
 
 def _replace(entry, **kw):

@@ -212,6 +212,8 @@ def _build(path: Path, data: dict, lines: dict, root_override: str | None) -> Re
         defines=tuple(comp.get("defines", ())),
         include_dirs=tuple(p if p.is_absolute() else (root / p) for p in map(Path, comp.get("include_dirs", ()))),
         configurations=configurations,
+        mlx_headers=_header_setting(b, comp, "mlx_headers"),
+        cxx_headers=_header_setting(b, comp, "cxx_headers"),
     )
 
     backends = dict(DEFAULT_BACKENDS)
@@ -291,6 +293,21 @@ def _build(path: Path, data: dict, lines: dict, root_override: str | None) -> Re
     )
     _cross_check(b, registry)
     return registry
+
+
+def _header_setting(b: _Builder, comp: dict, key: str) -> str:
+    """``auto`` | ``stubs`` | a directory (relative to the registry file, like compile_commands) that holds the headers."""
+    value = comp.get(key, "auto")
+    if value in ("auto", "stubs"):
+        return value
+    from kernel_ports.frontend import headers
+
+    d = b.outside_path(value)
+    ok = headers.is_mlx_include(d) if key == "mlx_headers" else headers.is_cxx_include(d)
+    if not ok:
+        wanted = "mlx/mlx.h and mlx/fast.h" if key == "mlx_headers" else "rust/cxx.h or cxx.h"
+        b.fail(f"compile.{key}", f"{d} holds no {wanted} (use auto, stubs or an include directory)")
+    return str(d)
 
 
 def _cross_check(b: _Builder, registry: Registry) -> None:

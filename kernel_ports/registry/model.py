@@ -68,6 +68,10 @@ class Compile:
     defines: tuple[str, ...] = ()
     include_dirs: tuple[Path, ...] = ()  # absolute once loaded
     configurations: tuple[Configuration, ...] = (Configuration("default", ()),)
+    # which MLX / cxx headers judge the tree (kernel_ports.frontend.headers): "auto", "stubs", or an absolute
+    # directory once loaded
+    mlx_headers: str = "auto"
+    cxx_headers: str = "auto"
 
 
 @dataclass(frozen=True)

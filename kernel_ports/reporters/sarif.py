@@ -66,6 +66,8 @@ def render_sarif(findings, summary: dict) -> str:
                 },
                 "originalUriBaseIds": {"SRCROOT": {"uri": summary.get("root_uri", "file:///")}},
                 "results": results,
+                # which headers judged the tree, and how well it parsed
+                "properties": {k: summary[k] for k in ("headers", "parse_errors") if k in summary},
             }
         ],
     }

@@ -17,24 +17,23 @@ namespace mlx::core {
 
 // A struct around an enum, as in MLX: a template arg built from
 // `x.dtype()` must have the class type `Dtype` (the dtype-key rules look
-// for it), not decay to an integer.
+// for it), not decay to an integer. As in MLX, comparisons and `switch`
+// go through the conversion to `Val` (there is no operator==), which the
+// front end looks through.
 struct Dtype {
-  enum class Val : uint8_t {
+  enum class Val {
     bool_, uint8, uint16, uint32, uint64, int8, int16, int32, int64,
     float16, float32, float64, bfloat16, complex64,
   };
-  constexpr Dtype(Val v, uint8_t bytes) : val_(v), size(bytes) {}
+  constexpr explicit Dtype(Val v, uint8_t bytes) : val_(v), size_(bytes) {}
+  constexpr operator Val() const { return val_; }
   constexpr Val val() const { return val_; }
+  constexpr uint8_t size() const { return size_; }
 
  private:
   Val val_;
-
- public:
-  uint8_t size;
+  uint8_t size_;
 };
-
-constexpr bool operator==(Dtype a, Dtype b) { return a.val() == b.val(); }
-constexpr bool operator!=(Dtype a, Dtype b) { return a.val() != b.val(); }
 
 inline constexpr Dtype bool_{Dtype::Val::bool_, 1};
 inline constexpr Dtype uint8{Dtype::Val::uint8, 1};
@@ -53,6 +52,8 @@ inline constexpr Dtype complex64{Dtype::Val::complex64, 8};
 
 // `Device::gpu` is a static member of the nested enum's type, so both
 // `Device(Device::gpu)` and `default_device().type == Device::gpu` compile.
+// As in MLX, `==` is a defaulted member (so `!=` is C++20's rewritten `==`)
+// and a device compares equal to a device type.
 struct Device {
   enum class DeviceType { cpu, gpu };
   static constexpr DeviceType cpu = DeviceType::cpu;
@@ -60,32 +61,35 @@ struct Device {
   constexpr Device(DeviceType t, int i = 0) : type(t), index(i) {}
   DeviceType type;
   int index;
+  bool operator==(const Device&) const = default;
 };
 
-// Both operators are spelled out so that `!=` is a plain call in the AST,
-// not a C++20 rewritten `==`.
-constexpr bool operator==(const Device& a, const Device& b) {
-  return a.type == b.type && a.index == b.index;
-}
-constexpr bool operator!=(const Device& a, const Device& b) { return !(a == b); }
+inline bool operator==(const Device& device, Device::DeviceType type) { return device.type == type; }
 
 const Device& default_device();
 
 struct Stream {
   int index;
   Device device;
-  constexpr Stream(int i, Device d) : index(i), device(d) {}
+  constexpr explicit Stream(int i, Device d) : index(i), device(d) {}
+  bool operator==(const Stream&) const = default;
+};
+
+struct ThreadLocalStream : public Stream {
+  using Stream::Stream;
 };
 
 // Every op and every CustomKernelFunction takes one of these last; `{}` is
-// "the default stream of the default device".
-using StreamOrDevice = std::variant<std::monostate, Stream, Device>;
+// "the default stream of the default device". The alternatives are MLX's:
+// they are part of the kernel type's canonical spelling.
+using StreamOrDevice = std::variant<std::monostate, Stream, ThreadLocalStream, Device, Device::DeviceType>;
 
 // MLX's Shape is a small-vector class with inline storage, not an alias of
 // std::vector. That difference is visible to Clang: canonical types in
 // facts, and which constructor a braced list of ints picks. The stub keeps
-// the class and stores its items in a std::vector, which nobody can see.
-template <typename T>
+// the class (with MLX's template parameters) and stores its items in a
+// std::vector, which nobody can see.
+template <typename T, size_t kSize = 10, typename Allocator = std::allocator<T>>
 class SmallVector {
  public:
   SmallVector() = default;
@@ -107,10 +111,11 @@ class SmallVector {
   bool operator!=(const SmallVector& other) const { return items_ != other.items_; }
 
  private:
-  std::vector<T> items_;
+  std::vector<T, Allocator> items_;
 };
 
-using Shape = SmallVector<int32_t>;
+using ShapeElem = int32_t;
+using Shape = SmallVector<ShapeElem>;
 
 class array {
  public:

@@ -53,17 +53,7 @@ CustomKernelFunction cuda_kernel(
     bool ensure_row_contiguous = true,
     int shared_memory = 0);
 
-// Only ROCm builds of MLX declare hip_kernel. The stub always does, so a
-// parse of any build configuration can type the call; engines keep their
-// calls behind their own build define.
-CustomKernelFunction hip_kernel(
-    const std::string& name,
-    const std::vector<std::string>& input_names,
-    const std::vector<std::string>& output_names,
-    const std::string& source,
-    const std::string& header = "",
-    bool ensure_row_contiguous = true,
-    int shared_memory = 0,
-    std::vector<std::pair<int, int>> output_input_aliases = {});
+// Upstream MLX declares no hip_kernel: the ROCm shim (kernel_ports/headers/
+// rocm_shim) adds it, for these stubs and for real headers alike.
 
 }  // namespace mlx::core::fast

@@ -4,7 +4,6 @@
 #include "mlx/array.h"
 #include "mlx/backend/cuda/cuda.h"
 #include "mlx/backend/metal/metal.h"
-#include "mlx/backend/rocm/rocm.h"
 #include "mlx/fast.h"
 #include "mlx/ops.h"
 #include "mlx/random.h"
