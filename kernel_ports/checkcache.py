@@ -71,12 +71,13 @@ def _key(args) -> str | None:
     return _sha("\0".join(parts).encode())
 
 
-def _cache_dir(args) -> Path:
+def cache_dir_of(args) -> Path:
+    """The cache directory a command line names: --cache-dir, else $KERNEL_PORTS_CACHE_DIR or the default."""
     return Path(args.cache_dir) if getattr(args, "cache_dir", None) else cachefmt.default_cache_dir()
 
 
 def _path(args, key: str) -> Path:
-    return _cache_dir(args) / cachefmt.CACHE_SUBDIR / ENTRY_DIR / f"{key}.json"
+    return cache_dir_of(args) / cachefmt.CACHE_SUBDIR / ENTRY_DIR / f"{key}.json"
 
 
 def _stat_sig(path: str):

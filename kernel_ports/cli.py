@@ -134,9 +134,10 @@ def _load(args):
         raise UsageError("kernel-ports: no registry.yaml in the current directory; pass --registry FILE (or run `kernel-ports init`)")
     validated = None
     if not getattr(args, "no_cache", False):
-        from kernel_ports.cachefmt import CACHE_SUBDIR, default_cache_dir
+        from kernel_ports.cachefmt import CACHE_SUBDIR
+        from kernel_ports.checkcache import cache_dir_of
 
-        validated = (Path(args.cache_dir) if getattr(args, "cache_dir", None) else default_cache_dir()) / CACHE_SUBDIR / "registry"
+        validated = cache_dir_of(args) / CACHE_SUBDIR / "registry"
     registry = load_registry(registry_path, args.root, validated_dir=validated)
     overrides = _limit_overrides(args)
     return dataclasses.replace(registry, limits={**registry.limits, **overrides}) if overrides else registry

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import shlex
-from pathlib import Path
 
 from kernel_ports.limits import InputError
 

@@ -180,8 +180,6 @@ class ProjectIndex:
 # --------------------------------------------------------------------------
 
 
-default_cache_dir = cachefmt.default_cache_dir
-CACHE_SUBDIR = cachefmt.CACHE_SUBDIR
 
 
 def _sha(data: bytes) -> str:
@@ -200,7 +198,7 @@ class _Cache:
     """
 
     def __init__(self, root: Optional[Path]):
-        self.root = root / CACHE_SUBDIR if root is not None else None
+        self.root = root / cachefmt.CACHE_SUBDIR if root is not None else None
 
     def _path(self, key: str) -> Optional[Path]:
         return None if self.root is None else self.root / key[:2] / f"{key}.json"
@@ -427,7 +425,7 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
     timeout = timeout or bounds.parse_timeout_s
     root = Path(registry.root).resolve()
     index = ProjectIndex()
-    cache = _Cache(Path(cache_dir) if cache_dir is not None else default_cache_dir()) if use_cache else _Cache(None)
+    cache = _Cache(Path(cache_dir) if cache_dir is not None else cachefmt.default_cache_dir()) if use_cache else _Cache(None)
     names = wit.WitnessNames.from_registry(registry)
     conv = clang_fe.Conventions.from_registry(registry)
     files = sorted(files, key=lambda f: f.path)

@@ -10,7 +10,6 @@ scope that is binary, not UTF-8 or too large is a KP901 finding: fail closed.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path

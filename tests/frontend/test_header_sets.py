@@ -2,13 +2,11 @@
 cxx headers; header resolution, the ROCm shim and the summary that names the headers."""
 
 import dataclasses
-import os
-from pathlib import Path
 
 import pytest
 
 from helpers import files_under, make_registry, write_tree
-from kernel_ports.frontend import clang_fe, headers
+from kernel_ports.frontend import headers
 from kernel_ports.index import build_index
 
 REAL_PACKAGES = "pip install 'kernel-ports[mlx]' (mlx-cpu) and apt-get install librust-cxx-dev"
