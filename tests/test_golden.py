@@ -1,0 +1,115 @@
+"""Golden outputs: the facts JSON and `check --format json` of the sample engine, of a copy with findings of
+several rules, and of the generated benchmark tree, byte for byte.
+
+They hold the front end and the index to what they produced when the goldens were written, so a change that
+only moves code (a refactor) cannot change a fact or a verdict unnoticed. Every run uses the bundled stub
+headers, so the bytes do not depend on which MLX or cxx headers the machine has; the only thing replaced
+before comparing are the absolute paths of the tree, its registry and the bundled stubs, which differ per checkout,
+and each file's parse time in the facts.
+
+A deliberate change of output rewrites them: `KERNEL_PORTS_UPDATE_GOLDEN=1 pytest tests/test_golden.py`,
+and the diff of `tests/golden/` is then part of the review.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from kernel_ports.cli import main
+from tests.mutate import Mutation, engine_copy
+
+REPO = Path(__file__).resolve().parent.parent
+GOLDEN = Path(__file__).resolve().parent / "golden"
+UPDATE = os.environ.get("KERNEL_PORTS_UPDATE_GOLDEN") == "1"
+STUB_HEADERS = "  mlx_headers: stubs\n  cxx_headers: stubs\n"
+LAUNCHER = "src/lib/mlx-cpp/turbo/fused_norm.cpp"
+
+
+def _stub_registry(registry: Path, out: Path) -> Path:
+    """The registry with its header settings pinned to the bundled stubs."""
+    text = registry.read_text(encoding="utf-8")
+    if "\ncompile:\n" not in text or "  mlx_headers:" in text:
+        raise AssertionError(f"{registry}: expected a compile section without header settings")
+    text = text.replace("\ncompile:\n", "\ncompile:\n" + STUB_HEADERS, 1)
+    out.write_text(text, encoding="utf-8")
+    return out
+
+
+def _generated_tree(base: Path) -> tuple:
+    spec = importlib.util.spec_from_file_location("kp_bench_generate", REPO / "benchmarks" / "generate.py")
+    generate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generate)
+    registry = Path(generate.generate(base / "tree", 40, 600, 300_000, 170_000))
+    return registry, registry.parent / "engine"
+
+
+def _findings_tree(base: Path) -> tuple:
+    copy = engine_copy(base / "findings",
+                       Mutation(LAUNCHER, '{{"T", x.dtype()}, {"N", n}}', '{{"N", n}}'),
+                       Mutation("src/lib/mlx-cpp/turbo/rope.cpp", "  return has_kernel_port(rope_ports());\n",
+                                "  return mlx::core::metal::is_available();\n"))
+    (copy.root / "src/lib/mlx-cpp/turbo/legacy.cpp").write_bytes(b"// caf\xe9\nint legacy;\n")
+    return copy.registry_path, copy.root
+
+
+TREES = {
+    "sample": lambda base: (REPO / "registry.yaml", REPO / "cpp_fixtures" / "engine"),
+    "findings": _findings_tree,
+    "bench": _generated_tree,
+}
+
+
+def _normalised(text: str, root: Path, base: Path) -> str:
+    text = text.replace(root.resolve().as_uri() + "/", "<ROOT_URI>/").replace(str(root.resolve()), "<ROOT>")
+    text = text.replace(str(base.resolve()), "<BASE>").replace(str(base), "<BASE>")
+    text = re.sub(r'"[^"]*?/kernel_ports/headers/', '"<STUBS>/', text.replace(str(REPO), "<REPO>"))
+    return re.sub(r'"seconds": [0-9.e-]+', '"seconds": "<time>"', text)  # a file's parse time (facts only)
+
+
+@pytest.fixture(scope="module", params=sorted(TREES))
+def outputs(request, tmp_path_factory):
+    """{command: normalised bytes} for one tree, cold and into a cache of its own."""
+    base = tmp_path_factory.mktemp(f"golden-{request.param}")
+    registry, root = TREES[request.param](base)
+    pinned = _stub_registry(registry, base / "registry.yaml")
+    patch = pytest.MonkeyPatch()
+    patch.setenv("KERNEL_PORTS_CACHE_DIR", str(base / "cache"))
+    got = {}
+    try:
+        for command in ("facts", "check"):
+            target = base / f"{command}.json"
+            argv = [command, "--registry", str(pinned), "--root", str(root), "--format", "json",
+                    "--output", str(target)]
+            code = main(argv)
+            assert code in (0, 1), (command, code)
+            got[command] = _normalised(target.read_text(encoding="utf-8"), root, base)
+    finally:
+        patch.undo()
+    return request.param, got
+
+
+@pytest.mark.parametrize("command", ["facts", "check"])
+def test_output_matches_the_golden_file(outputs, command):
+    tree, got = outputs
+    golden = GOLDEN / f"{tree}.{command}.json"
+    if UPDATE:
+        GOLDEN.mkdir(exist_ok=True)
+        golden.write_text(got[command], encoding="utf-8")
+    assert golden.exists(), f"{golden} missing: write it with KERNEL_PORTS_UPDATE_GOLDEN=1"
+    assert got[command] == golden.read_text(encoding="utf-8"), f"{tree} {command} differs from {golden.name}"
+
+
+def test_the_goldens_hold_something_to_get_wrong():
+    """The control: the goldens are not empty shells — tables, launches and findings are in them."""
+    import json
+    sample = json.loads((GOLDEN / "sample.facts.json").read_text(encoding="utf-8"))
+    bench = json.loads((GOLDEN / "bench.facts.json").read_text(encoding="utf-8"))
+    findings = json.loads((GOLDEN / "findings.check.json").read_text(encoding="utf-8"))
+    assert len(sample["port_tables"]) == 8
+    assert len(bench["port_tables"]) > 40
+    assert {"KP107", "KP201", "KP901"} <= {f["rule"] for f in findings["findings"]}
