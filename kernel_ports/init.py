@@ -212,6 +212,8 @@ def build_init(opts: InitOptions, jobs=2, use_cache=True, cache_dir=None) -> tup
         notes.append(f"{len(surface.unresolved_selectors)} select_kernel_port call(s) read a table that could not be "
                      "resolved; they are not listed under any kernel: "
                      + ", ".join(str(s.loc) for s in surface.unresolved_selectors[:5]))
+    # stderr gets every note; the registry's `# NOTE:` lines leave out the one-per-value lines of the inference,
+    # which it writes as `# inferred:` comments beside the values instead
     text = render_registry(registry, root_text_for(registry.root, opts.output), [kernel_entry(k) for k in kernels],
                            sorted(surface.launchers), helper_files, seam_files(index, registry),
                            notes[len(inferred.lines()) - len(inferred.notes):], registry_comments(registry, inferred))

@@ -80,19 +80,19 @@ def compute_sync(registry, index, scope) -> SyncResult:
     result = SyncResult(old=old, new=old)
     surface = code_surface(index, scope)
     matched, unmatched = match_kernels(registry, surface)
-    docs_kernels = doc.get("kernels")
-    if docs_kernels is None:
-        docs_kernels = CommentedSeq()
-        doc["kernels"] = docs_kernels
+    doc_kernels = doc.get("kernels")
+    if doc_kernels is None:
+        doc_kernels = CommentedSeq()
+        doc["kernels"] = doc_kernels
 
     for i, kernel in enumerate(registry.kernels):
         ck = matched.get(i)
-        entry = docs_kernels[i]
+        entry = doc_kernels[i]
         if ck is None:
             continue
         _refresh_kernel(entry, kernel, ck, surface, result)
-    _remove_gone_kernels(registry, matched, surface, docs_kernels, result)
-    _add_new_kernels(y, registry, unmatched, docs_kernels, result)
+    _remove_gone_kernels(registry, matched, surface, doc_kernels, result)
+    _add_new_kernels(y, registry, unmatched, doc_kernels, result)
     _refresh_launchers(doc, registry, surface, result)
 
     if result.changes:
@@ -209,7 +209,7 @@ def _refresh_predicates(entry, kernel, ck, result) -> None:
                 result.changes.append(f"{kernel.name}: predicate {p} added")
 
 
-def _remove_gone_kernels(registry, matched, surface, docs_kernels, result) -> None:
+def _remove_gone_kernels(registry, matched, surface, doc_kernels, result) -> None:
     """Kernels gone from the code (kept when their file could not be analyzed)."""
     removed = []
     for i, kernel in enumerate(registry.kernels):
@@ -224,14 +224,14 @@ def _remove_gone_kernels(registry, matched, surface, docs_kernels, result) -> No
                             "names it; remove or retarget that exemption first")
         removed.append(i)
     for i in reversed(removed):
-        del docs_kernels[i]
+        del doc_kernels[i]
         result.changes.append(f"{registry.kernels[i].name}: removed (table {registry.kernels[i].table} is gone)")
 
 
-def _add_new_kernels(y, registry, unmatched, docs_kernels, result) -> None:
+def _add_new_kernels(y, registry, unmatched, doc_kernels, result) -> None:
     """Kernels new in the code, each after the last kernel of its file, under a name not yet taken."""
     if unmatched:
-        as_block_list(docs_kernels)
+        as_block_list(doc_kernels)
     taken = {k.name for k in registry.kernels}
     for ck in unmatched:
         base, n = ck.name, 2
@@ -240,11 +240,11 @@ def _add_new_kernels(y, registry, unmatched, docs_kernels, result) -> None:
             n += 1
         taken.add(ck.name)
         item = y.load("\n".join(render_kernel(kernel_entry(ck), 0)) + "\n")[0]
-        files = [k.get("file") for k in docs_kernels]
+        files = [k.get("file") for k in doc_kernels]
         at = max((j for j, f in enumerate(files) if f == ck.file), default=len(files) - 1) + 1
-        docs_kernels.insert(at, item)
+        doc_kernels.insert(at, item)
         if at > 0:
-            blank_line_before(docs_kernels, at)
+            blank_line_before(doc_kernels, at)
         result.changes.append(f"{ck.name}: added (table {ck.table} in {ck.file})")
 
 
