@@ -153,16 +153,15 @@ def add_exemptions(text: str, entries: list) -> str:
     from ruamel.yaml.comments import CommentedMap, CommentedSeq
     from ruamel.yaml.scalarstring import DoubleQuotedScalarString as DQ
 
-    from kernel_ports.sync import _yaml
+    from kernel_ports.yaml_roundtrip import as_block_list, round_trip_yaml
 
-    y = _yaml(text)
+    y = round_trip_yaml(text)
     doc = y.load(text)
     seq = doc.get("exemptions")
     if seq is None:
         seq = CommentedSeq()
         doc["exemptions"] = seq
-    if len(seq) == 0 and seq.fa.flow_style():
-        seq.fa.set_block_style()
+    as_block_list(seq)
     for entry in entries:
         item = CommentedMap()
         for k, v in entry.items():

@@ -320,7 +320,8 @@ def _check_baseline_args(args) -> None:
 
 
 def cmd_init(args) -> int:
-    from kernel_ports.sync import InitOptions, SyncError, build_init, write_atomically
+    from kernel_ports.init import InitOptions, build_init
+    from kernel_ports.sync import SyncError, write_atomically
 
     _check_run_args(args)
     _check_baseline_args(args)

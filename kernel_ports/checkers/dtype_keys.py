@@ -55,6 +55,48 @@ def _input_label(inp) -> str:
     return inp.name or inp.text
 
 
+def _dtype_classes(inv, inputs) -> tuple:
+    """(classes of inputs with equal dtypes, labels of the fixed-dtype inputs)."""
+    classes = _Classes()
+    fixed_names = set()
+    for i in inputs:
+        label = _input_label(i)
+        classes.find(label)
+        for other in i.dtype_follows:
+            classes.union(label, other)
+        if i.dtype_fixed is True:
+            fixed_names.add(label)
+    for a, b in inv.dtype_checks:
+        classes.union(a, b)
+    return classes, fixed_names
+
+
+def _trace_keys(inv, classes) -> tuple:
+    """(constant keys, labels of the inputs keyed, stray keys, opaque keys) of the Dtype template args.
+
+    A key names a class through the array its dtype is taken from, or the Dtype parameter it arrives as (an
+    input cast to that parameter follows it); both names join one class, so `classes` grows here.
+    """
+    dtype_entries = [e for e in inv.template_args if e.is_dtype]
+    constant_keys = [e for e in dtype_entries if e.constant]
+    known = set(classes.parent)
+    covered_names, stray, opaque = [], [], []
+    for e in dtype_entries:
+        if e.constant:
+            continue
+        names = [n for n in (e.source_input, e.parameter) if n]
+        hit = [n for n in names if n in known]
+        if hit:
+            for n in names:
+                classes.union(hit[0], n)
+            covered_names.append(hit[0])
+        elif e.source_input:
+            stray.append(e)  # the dtype of an array that is not an input
+        else:
+            opaque.append(e)  # a non-constant Dtype traced to no array (a parameter nobody passes, a member)
+    return constant_keys, covered_names, stray, opaque
+
+
 class DtypeKeys(Rule):
     codes = ("KP201", "KP202")
 
@@ -143,38 +185,9 @@ class DtypeKeys(Rule):
         varying = [i for i in inputs if i.dtype_fixed is not True]
         if not varying:
             return  # no input, or every input has a fixed dtype: one key serves them all
-        classes = _Classes()
-        fixed_names = set()
-        for i in inputs:
-            label = _input_label(i)
-            classes.find(label)
-            for other in i.dtype_follows:
-                classes.union(label, other)
-            if i.dtype_fixed is True:
-                fixed_names.add(label)
-        for a, b in inv.dtype_checks:
-            classes.union(a, b)
+        classes, fixed_names = _dtype_classes(inv, inputs)
         unknown_inputs = [i for i in varying if i.name is None and i.how == "unresolved"]
-
-        # A key names a class through the array its dtype is taken from, or the
-        # Dtype parameter it arrives as (an input cast to that parameter follows it).
-        dtype_entries = [e for e in inv.template_args if e.is_dtype]
-        constant_keys = [e for e in dtype_entries if e.constant]
-        known = set(classes.parent)
-        covered_names, stray, opaque = [], [], []
-        for e in dtype_entries:
-            if e.constant:
-                continue
-            names = [n for n in (e.source_input, e.parameter) if n]
-            hit = [n for n in names if n in known]
-            if hit:
-                for n in names:
-                    classes.union(hit[0], n)
-                covered_names.append(hit[0])
-            elif e.source_input:
-                stray.append(e)  # the dtype of an array that is not an input
-            else:
-                opaque.append(e)  # a non-constant Dtype traced to no array (a parameter nobody passes, a member)
+        constant_keys, covered_names, stray, opaque = _trace_keys(inv, classes)
         fixed_classes = {classes.find(n) for n in fixed_names}
         covered = {classes.find(n) for n in covered_names}
         varying_classes: dict = {}
@@ -186,31 +199,37 @@ class DtypeKeys(Rule):
             return
         key_counts = bool(covered & set(varying_classes)) or bool(opaque) or (bool(stray) and bool(unknown_inputs))
 
-        keys_text = KEYS
         where = self._where(inv)
         if not key_counts:
-            uncovered = [i for c, members in varying_classes.items() for i in members]
-            names = ", ".join(f"`{_input_label(i)}`" for i in uncovered)
-            suggestion = self._suggest(inv, varying_classes, list(varying_classes)[:1])
-            if not inv.template_args_resolved:
-                because = f" ({'; '.join(inv.unresolved)})" if inv.unresolved else ""
-                fix = ("Make the declarations it needs visible to the check (the missing header, or a stub in an include dir). "
-                       if inv.unresolved else "")
-                yield ("KP201", f"launch {where}: {target['why']}, and its template args `{self._short(inv.template_args_text)}` could not be followed "
-                                f"completely{because} (entries found: {keys_text}), so no input dtype key could be confirmed; inputs whose dtype is not keyed: "
-                                f"{names}. {fix}Build the template args where they can be read (a named vector, push_back/emplace_back, an inline list "
-                                f"or a helper returning them) and add {suggestion}")
-                return
-            extra = ""
-            if constant_keys:
-                extra += "; " + ", ".join(f"`{e.value_text}`" for e in constant_keys) + " is a constant dtype, which does not follow the inputs"
-            if stray:
-                extra += "; " + ", ".join(f"`{e.value_text}`" for e in stray) + " is the dtype of an array that is not an input"
-            yield ("KP201", f"launch {where}: {target['why']}, but its template args name no input dtype (keys present: {keys_text}{extra}); "
-                            f"inputs whose dtype is not keyed: {names}. Add {suggestion} to the template args, or the first dtype "
-                            f"to run is reused for every other dtype")
+            yield from self._no_input_key(inv, target, where, varying_classes, constant_keys, stray)
             return
+        yield from self._partial_keys(inv, target, where, varying_classes, covered, unknown_inputs, opaque)
 
+    def _no_input_key(self, inv, target, where, varying_classes, constant_keys, stray):
+        """KP201: no key covers a varying class; the message says what was found instead."""
+        uncovered = [i for c, members in varying_classes.items() for i in members]
+        names = ", ".join(f"`{_input_label(i)}`" for i in uncovered)
+        suggestion = self._suggest(inv, varying_classes, list(varying_classes)[:1])
+        if not inv.template_args_resolved:
+            because = f" ({'; '.join(inv.unresolved)})" if inv.unresolved else ""
+            fix = ("Make the declarations it needs visible to the check (the missing header, or a stub in an include dir). "
+                   if inv.unresolved else "")
+            yield ("KP201", f"launch {where}: {target['why']}, and its template args `{self._short(inv.template_args_text)}` could not be followed "
+                            f"completely{because} (entries found: {KEYS}), so no input dtype key could be confirmed; inputs whose dtype is not keyed: "
+                            f"{names}. {fix}Build the template args where they can be read (a named vector, push_back/emplace_back, an inline list "
+                            f"or a helper returning them) and add {suggestion}")
+            return
+        extra = ""
+        if constant_keys:
+            extra += "; " + ", ".join(f"`{e.value_text}`" for e in constant_keys) + " is a constant dtype, which does not follow the inputs"
+        if stray:
+            extra += "; " + ", ".join(f"`{e.value_text}`" for e in stray) + " is the dtype of an array that is not an input"
+        yield ("KP201", f"launch {where}: {target['why']}, but its template args name no input dtype (keys present: {KEYS}{extra}); "
+                        f"inputs whose dtype is not keyed: {names}. Add {suggestion} to the template args, or the first dtype "
+                        f"to run is reused for every other dtype")
+
+    def _partial_keys(self, inv, target, where, varying_classes, covered, unknown_inputs, opaque):
+        """KP202: some varying class is still uncovered (an untraceable key is assumed to cover one class)."""
         uncovered_classes = [c for c in varying_classes if c not in covered]
         if unknown_inputs:
             uncovered_classes = [c for c in uncovered_classes if not any(i in unknown_inputs for i in varying_classes[c])]
@@ -225,7 +244,7 @@ class DtypeKeys(Rule):
         if not inv.template_args_resolved:
             because = f": {'; '.join(inv.unresolved)}" if inv.unresolved else ""
             note += f" (part of the template args `{self._short(inv.template_args_text)}` could not be followed{because})"
-        yield ("KP202", f"launch {where}: {target['why']}; keys present: {keys_text}; inputs whose dtype is not keyed and varies "
+        yield ("KP202", f"launch {where}: {target['why']}; keys present: {KEYS}; inputs whose dtype is not keyed and varies "
                         f"independently of every keyed dtype: {names}{note}. Add {suggestion}, cast the input to a keyed input's "
                         f"dtype (`astype(a, x.dtype())`), fix its dtype, or check it equal to a keyed input's dtype")
 

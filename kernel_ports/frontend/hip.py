@@ -45,10 +45,6 @@ def _blank(m) -> str:
     return "".join(ch if ch == "\n" else " " for ch in m.group(0))
 
 
-def _pp_tokens(text: str) -> list:
-    return _TOKEN_RE.findall(_STRIP_RE.sub(_blank, text))
-
-
 def _pp_tokens_at(text: str, base: int) -> list:
     """(token, byte offset) of preprocessor text starting at byte ``base``."""
     stripped = _STRIP_RE.sub(_blank, text)

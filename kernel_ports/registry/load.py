@@ -184,6 +184,36 @@ class _Builder:
 
 
 def _build(path: Path, data: dict, lines: dict, root_override: str | None) -> Registry:
+    """The Registry of a schema-valid document, one section at a time (a bad path fails naming its key)."""
+    root = _source_root(path, data, lines, root_override)
+    b = _Builder(path, lines, root)
+    sources = _sources(b, data)
+    compile_ = _compile(b, data, root)
+    backends = _backends(data)
+    conventions = _conventions(b, data)
+    kernels = _kernels(b, data)
+    exemptions = _exemptions(b, data)
+
+    registry = Registry(
+        path=path,
+        root=root,
+        sources=sources,
+        compile=compile_,
+        backends=backends,
+        conventions=conventions,
+        launchers=b.paths("launchers", data.get("launchers", ())),
+        severity=dict(data.get("severity", {})),
+        kernels=tuple(kernels),
+        exemptions=exemptions,
+        where={k: Where(str(path), v) for k, v in lines.items()},
+        limits=dict(data.get("limits", {})),
+    )
+    _cross_check(b, registry)
+    return registry
+
+
+def _source_root(path: Path, data: dict, lines: dict, root_override: str | None) -> Path:
+    """The source tree: `--root` (relative to the working directory) or `root:` (relative to the registry file)."""
     root_text = root_override if root_override is not None else data["root"]
     root = Path(root_text)
     if not root.is_absolute():
@@ -193,20 +223,24 @@ def _build(path: Path, data: dict, lines: dict, root_override: str | None) -> Re
         line = 0 if root_override is not None else lines.get("root", 1)
         key = "--root" if root_override is not None else "root"
         raise RegistryError(path, line, key, f"source root is not a directory: {root}")
+    return root
 
-    b = _Builder(path, lines, root)
 
+def _sources(b: _Builder, data: dict) -> Sources:
     src = data.get("sources", {})
-    sources = Sources(
+    return Sources(
         include=b.paths("sources.include", src.get("include", ["**"]), glob=True),
         exclude=b.paths("sources.exclude", src.get("exclude", []), glob=True),
     )
 
+
+def _compile(b: _Builder, data: dict, root: Path) -> Compile:
+    """The compile section; a `default` configuration (no defines) is added when the registry names none."""
     comp = data.get("compile", {})
     configurations = tuple(Configuration(name, tuple(defs)) for name, defs in comp.get("configurations", {"default": []}).items())
     if not any(c.name == "default" for c in configurations):
         configurations = (Configuration("default", ()),) + configurations
-    compile_ = Compile(
+    return Compile(
         compile_commands=b.outside_path(comp.get("compile_commands")),
         std=comp.get("std", "c++20"),
         defines=tuple(comp.get("defines", ())),
@@ -216,14 +250,20 @@ def _build(path: Path, data: dict, lines: dict, root_override: str | None) -> Re
         cxx_headers=_header_setting(b, comp, "cxx_headers"),
     )
 
+
+def _backends(data: dict) -> dict:
+    """DEFAULT_BACKENDS, each overridden or extended by the registry's `backends:`."""
     backends = dict(DEFAULT_BACKENDS)
     for name, spec in data.get("backends", {}).items():
         backends[name] = Backend(name, spec["factory"], spec["cache_key_has_dtypes"])
+    return backends
 
+
+def _conventions(b: _Builder, data: dict) -> Conventions:
     conv = data.get("conventions", {})
     defaults = Conventions()
     lane_ops = conv.get("lane_ops", "default")
-    conventions = Conventions(
+    return Conventions(
         table_type=conv.get("table_type", defaults.table_type),
         selector=conv.get("selector", defaults.selector),
         has_port=conv.get("has_port", defaults.has_port),
@@ -242,6 +282,8 @@ def _build(path: Path, data: dict, lines: dict, root_override: str | None) -> Re
         ),
     )
 
+
+def _kernels(b: _Builder, data: dict) -> list:
     kernels = []
     for i, k in enumerate(data.get("kernels") or ()):
         key = f"kernels[{i}]"
@@ -263,8 +305,11 @@ def _build(path: Path, data: dict, lines: dict, root_override: str | None) -> Re
                 where=b.where(key),
             )
         )
+    return kernels
 
-    exemptions = tuple(
+
+def _exemptions(b: _Builder, data: dict) -> tuple:
+    return tuple(
         Exemption(
             rule=e["rule"],
             path=b.inside_root(f"exemptions[{i}].path", e["path"], glob=True),
@@ -276,23 +321,6 @@ def _build(path: Path, data: dict, lines: dict, root_override: str | None) -> Re
         )
         for i, e in enumerate(data.get("exemptions") or ())
     )
-
-    registry = Registry(
-        path=path,
-        root=root,
-        sources=sources,
-        compile=compile_,
-        backends=backends,
-        conventions=conventions,
-        launchers=b.paths("launchers", data.get("launchers", ())),
-        severity=dict(data.get("severity", {})),
-        kernels=tuple(kernels),
-        exemptions=exemptions,
-        where={k: Where(str(path), v) for k, v in lines.items()},
-        limits=dict(data.get("limits", {})),
-    )
-    _cross_check(b, registry)
-    return registry
 
 
 def _header_setting(b: _Builder, comp: dict, key: str) -> str:
