@@ -22,6 +22,7 @@ from kernel_ports.registry.model import (
     Registry,
     Sources,
     TestSeam,
+    root_path_problem,
 )
 from kernel_ports.registry_text import render_registry
 from kernel_ports.surface import code_surface, kernel_entry, unique_names
@@ -54,14 +55,10 @@ class InitOptions:
 
 
 def _relpath(key: str, value: str, glob: bool) -> str:
-    if "\\" in value:
-        raise SyncError(f"kernel-ports: {key}: use '/' in paths: {value!r}")
-    pure = PurePosixPath(value)
-    if pure.is_absolute() or ".." in pure.parts:
-        raise SyncError(f"kernel-ports: {key}: path must stay inside the root: {value!r}")
-    if not glob and any(ch in value for ch in "*?["):
-        raise SyncError(f"kernel-ports: {key}: a file path, not a glob, is expected: {value!r}")
-    return str(pure)
+    problem = root_path_problem(value, glob)
+    if problem:
+        raise SyncError(f"kernel-ports: {key}: {problem}")
+    return str(PurePosixPath(value))
 
 
 def _configurations(items) -> tuple:

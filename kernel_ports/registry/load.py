@@ -32,6 +32,7 @@ from kernel_ports.registry.model import (
     Sources,
     TestSeam,
     Where,
+    root_path_problem,
 )
 
 SCHEMA_PATH = Path(__file__).with_name("schema.json")
@@ -162,16 +163,10 @@ class _Builder:
 
     def inside_root(self, key: str, value: str, glob: bool = False) -> str:
         """A registry path, normalised; it must not leave the root."""
-        if "\\" in value:
-            self.fail(key, f"use '/' in paths: {value!r}")
-        pure = PurePosixPath(value)
-        if pure.is_absolute():
-            self.fail(key, f"path must be relative to the root: {value!r}")
-        if ".." in pure.parts:
-            self.fail(key, f"path escapes the root: {value!r}")
-        if not glob and any(ch in value for ch in "*?["):
-            self.fail(key, f"a file path, not a glob, is expected: {value!r}")
-        return str(pure)
+        problem = root_path_problem(value, glob)
+        if problem:
+            self.fail(key, problem)
+        return str(PurePosixPath(value))
 
     def paths(self, key: str, values, glob: bool = False) -> tuple[str, ...]:
         return tuple(self.inside_root(f"{key}[{i}]", v, glob) for i, v in enumerate(values or ()))

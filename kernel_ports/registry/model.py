@@ -9,7 +9,7 @@ here is plain data so rules and reporters can share it freely.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 BACKENDS = ("metal", "cuda", "rocm")
 
@@ -143,3 +143,18 @@ class Registry:
     def locate(self, key: str) -> Where:
         """The registry place of a dotted key, or the file's first line."""
         return self.where.get(key) or Where(str(self.path), 1)
+
+
+def root_path_problem(value: str, glob: bool = False) -> str | None:
+    """Why a path written for the registry (a file, or a glob when ``glob``) is not one under the source root;
+    None when it is. `init` checks its flags with the same words the registry loader uses."""
+    if "\\" in value:
+        return f"use '/' in paths: {value!r}"
+    pure = PurePosixPath(value)
+    if pure.is_absolute():
+        return f"path must be relative to the root: {value!r}"
+    if ".." in pure.parts:
+        return f"path escapes the root: {value!r}"
+    if not glob and any(ch in value for ch in "*?["):
+        return f"a file path, not a glob, is expected: {value!r}"
+    return None
