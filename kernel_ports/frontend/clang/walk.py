@@ -1,31 +1,4 @@
-"""The judge: facts from the Clang AST (libclang 18.1.1, ``clang.cindex``).
-
-One call of :func:`parse_translation_unit` parses one file under one build
-configuration and returns a picklable :class:`TUResult`: the facts whose
-evidence is local to the translation unit, plus per-function summaries (call
-edges with constant arguments and the ``switch``/``if`` guards they sit under)
-that :mod:`kernel_ports.index` joins across translation units to resolve port
-table slots to factory calls and invocations to selector calls.
-
-Parsing without a build
------------------------
-``-x c++ -std=<registry std>``, registry defines and include dirs, the MLX and
-cxx headers resolved in :mod:`kernel_ports.frontend.headers` (real ones when
-installed, else the package's stubs through ``-idirafter``; the ROCm shim),
-GCC's own include directory for ``stddef.h`` and friends (the libclang
-wheel ships no resource headers), keep-going and no error limit.  CUDA/HIP
-sources are parsed as C++ with their keywords defined away.  With
-``compile_commands.json`` the recorded flags of the file are used instead
-(its include and define flags only; the resolved headers still come last).
-
-A precompiled prelude (the standard headers the stubs and engines use, and
-the resolved MLX and cxx headers, stubs or real, when no include directory
-holds one of its own: ``with_stubs`` below) is built once per argument set
-into the cache directory, with the templates it uses instantiated, and passed with ``-include-pch``; it cuts
-per-file parse time several-fold.  It adds two spurious ``__va_list_tag``
-diagnostics per file, which are filtered.  The prelude's declarations are not
-listed among a unit's (``excludeDecls``); what the walk needs of the stubs'
-is written beside the prelude (``prelude_api``).
+"""The walk of one translation unit: the facts the Clang AST gives (libclang 18.1.1, ``clang.cindex``).
 
 Only declarations whose location is in a project file are walked: the filter
 is applied at the top level (and to namespace members), never below a
@@ -39,21 +12,11 @@ here are those of MLX's own API (``Dtype``, ``array``), which the SPEC fixes.
 
 from __future__ import annotations
 
-import ctypes
-import glob
-import hashlib
-import json
 import os
 import re
-import subprocess
-import time
-from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Optional
 
-from kernel_ports.frontend import headers
-from kernel_ports.frontend.isolation import walk_isolated
 from kernel_ports.facts import (
     BackendTest,
     FactoryCall,
@@ -64,35 +27,25 @@ from kernel_ports.facts import (
     SelectorCall,
     TemplateArgEntry,
 )
+from kernel_ports.frontend.clang.model import (
+    CallEdge,
+    FunctionInfo,
+    Guard,
+    ParseJob,
+    RawHolderAccess,
+    RawInvocation,
+    RawPredicate,
+    RawSelector,
+    RawSlot,
+    RawTable,
+    TUResult,
+    name_matches,
+)
+from kernel_ports.frontend.clang.prelude import prelude_api
+from kernel_ports.frontend.clang.toolchain import ADDRESS_OF, BINOPS, UNOPS, cindex, skipped_ranges
+from kernel_ports.frontend.isolation import walk_isolated
 
 MLX_DTYPE = "mlx::core::Dtype"  # MLX API (SPEC §1), not an engine convention
-MLX_ARRAY = "mlx::core::array"
-
-STUBS_DIR = headers.STUBS_DIR
-
-# CUDA / HIP spellings that plain C++ does not know; defined away so that the
-# host code around them parses.
-GPU_KEYWORD_DEFINES = (
-    "__global__=",
-    "__device__=",
-    "__host__=",
-    "__shared__=",
-    "__constant__=",
-    "__managed__=",
-    "__forceinline__=inline",
-    "__noinline__=",
-    "__launch_bounds__(...)=",
-    "__restrict__=",
-    "__align__(x)=",
-)
-GPU_SUFFIXES = (".cu", ".cuh", ".hip")
-
-PRELUDE_STD_HEADERS = (
-    "algorithm", "array", "atomic", "cstddef", "cstdint", "cstring", "functional", "initializer_list",
-    "map", "memory", "mutex", "optional", "stdexcept", "string", "string_view", "tuple",
-    "type_traits", "unordered_map", "utility", "variant", "vector",
-)
-
 
 _ARITHMETIC = {"BOOL", "CHAR_U", "UCHAR", "USHORT", "UINT", "ULONG", "ULONGLONG", "CHAR_S", "SCHAR", "SHORT", "INT",
                "LONG", "LONGLONG", "FLOAT", "DOUBLE", "LONGDOUBLE", "HALF", "FLOAT16"}
@@ -101,118 +54,6 @@ _ARITHMETIC = {"BOOL", "CHAR_U", "UCHAR", "USHORT", "UINT", "ULONG", "ULONGLONG"
 FIRST_ERRORS = 5  # Clang errors a result lists (facts: files[].first_errors)
 ERROR_LINES_KEPT = 200  # per file, for the summary's causes and the nearest error a KP902 names
 
-
-class FrontEndError(Exception):
-    """A setup problem the CLI reports in one line (exit 2)."""
-
-
-# --------------------------------------------------------------------------
-# Toolchain discovery
-# --------------------------------------------------------------------------
-
-
-@lru_cache(maxsize=1)
-def builtin_include_dir() -> str:
-    """A directory with the compiler built-in headers (stddef.h, stdarg.h ...)."""
-    for cc in ("gcc", "cc", "clang"):
-        try:
-            out = subprocess.run([cc, "-print-file-name=include"], capture_output=True, text=True, timeout=20)
-        except (OSError, subprocess.SubprocessError):
-            continue
-        d = out.stdout.strip()
-        if d and os.path.isabs(d) and os.path.isfile(os.path.join(d, "stddef.h")):
-            return d
-    for d in sorted(glob.glob("/usr/lib/llvm-*/lib/clang/*/include")) + sorted(glob.glob("/usr/lib/gcc/*/*/include")):
-        if os.path.isfile(os.path.join(d, "stddef.h")):
-            return d
-    raise FrontEndError("no compiler built-in headers (stddef.h) found: install gcc or clang so that `gcc -print-file-name=include` works")
-
-
-@lru_cache(maxsize=1)
-def system_cxx_headers() -> str:
-    """Check that a C++ standard library is installed (libclang finds it itself)."""
-    for pattern in ("/usr/include/c++/*/vector", "/usr/local/include/c++/*/vector", "/usr/include/*/c++/*/vector",
-                    "/usr/lib/llvm-*/include/c++/v1/vector", "/usr/include/c++/v1/vector"):
-        hits = sorted(glob.glob(pattern))
-        if hits:
-            return os.path.dirname(hits[-1])
-    raise FrontEndError("no system C++ standard library headers found (e.g. /usr/include/c++/<version>/vector): install g++ or libstdc++-dev")
-
-
-# --------------------------------------------------------------------------
-# libclang helpers
-# --------------------------------------------------------------------------
-
-_ci = None
-
-
-def cindex():
-    global _ci
-    if _ci is None:
-        import clang.cindex as ci
-
-        lib = ci.conf.lib
-        for name, argtypes, restype in (
-            ("clang_getCursorBinaryOperatorKind", [ci.Cursor], ctypes.c_int),
-            ("clang_getCursorUnaryOperatorKind", [ci.Cursor], ctypes.c_int),
-        ):
-            fn = getattr(lib, name)
-            fn.argtypes = argtypes
-            fn.restype = restype
-        _speed_up_cursors(ci)
-        _ci = ci
-    return _ci
-
-
-def _speed_up_cursors(ci):
-    """Cheaper ``Cursor.get_children`` and ``Cursor.kind``, with the same results.
-
-    The bindings' ``get_children`` builds a new C callback per call and asserts
-    each child against the null cursor (two more libclang calls per child);
-    the walk asks for children ~10k times a unit, so this was a third of its
-    time. Here one callback serves every call. ``kind`` is read from a table
-    instead of through ``CursorKind.from_id``.
-    """
-    if getattr(ci.Cursor, "_kp_fast", False):
-        return
-    visit = ci.conf.lib.clang_visitChildren
-    collected: list = []
-
-    @ci.callbacks["cursor_visit"]
-    def _collect(child, parent, data):
-        collected.append(child)
-        return 1  # CXChildVisit_Continue
-
-    def get_children(self):
-        nonlocal collected
-        outer, collected = collected, []
-        try:
-            visit(self, _collect, None)
-            out = collected
-        finally:
-            collected = outer
-        tu = self._tu
-        for child in out:
-            child._tu = tu  # keeps the unit alive as long as its cursors, as the bindings do
-        return iter(out)
-
-    kinds = ci.CursorKind._kinds
-
-    def kind(self):
-        k = kinds[self._kind_id] if 0 <= self._kind_id < len(kinds) else None
-        return k if k is not None else ci.CursorKind.from_id(self._kind_id)
-
-    ci.Cursor._kp_collect = _collect  # the callback must outlive every call
-    ci.Cursor._kp_bindings = (ci.Cursor.get_children, ci.Cursor.kind)  # the originals, for tests
-    ci.Cursor.get_children = get_children
-    ci.Cursor.kind = property(kind)
-    ci.Cursor._kp_fast = True
-
-
-# CXBinaryOperatorKind / CXUnaryOperatorKind (libclang 17+)
-_BINOPS = {11: "<", 12: ">", 13: "<=", 14: ">=", 15: "==", 16: "!=", 17: "&", 18: "^", 19: "|", 20: "&&", 21: "||", 22: "="}
-_UNOPS = {10: "!", 9: "~"}
-_ADDRESS_OF = 5  # CXUnaryOperator_AddrOf
 # MLX ops whose result dtype does not depend on their inputs
 _FIXED_RESULT_OPS = {
     "mlx::core::argmax": "uint32",
@@ -228,488 +69,6 @@ _SAME_DTYPE_OPS = frozenset(f"mlx::core::{op}" for op in (
 _RANDOM_BITS = "mlx::core::random::bits"  # uint8/16/32 by its constant `width` argument (default 4)
 
 
-class _SkippedRanges(ctypes.Structure):
-    pass
-
-
-def _skipped_ranges(tu, fileobj):
-    """Lines the preprocessor skipped in a file: [(first, last)]."""
-    ci = cindex()
-
-    class CXSourceRangeList(ctypes.Structure):
-        _fields_ = [("count", ctypes.c_uint), ("ranges", ctypes.POINTER(ci.SourceRange))]
-
-    lib = ci.conf.lib
-    try:
-        fn = lib.clang_getSkippedRanges
-    except AttributeError:
-        return []
-    fn.argtypes = [ci.TranslationUnit, ci.File]
-    fn.restype = ctypes.POINTER(CXSourceRangeList)
-    dispose = lib.clang_disposeSourceRangeList
-    dispose.argtypes = [ctypes.POINTER(CXSourceRangeList)]
-    lst = fn(tu, fileobj)
-    out = []
-    try:
-        for i in range(lst.contents.count):
-            r = lst.contents.ranges[i]
-            out.append((r.start.line, r.end.line))
-    finally:
-        dispose(lst)
-    return out
-
-
-# --------------------------------------------------------------------------
-# Results
-# --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Guard:
-    """The code sits under ``param in values`` (or not in, when negated)."""
-
-    param: str
-    values: tuple
-    negated: bool = False
-
-
-@dataclass(frozen=True)
-class CallEdge:
-    callee_usr: str
-    callee: str  # qualified name
-    spelling: str  # as written (template args included)
-    loc: Location
-    targs: tuple  # explicit template args: ('const', enumerator) | ('param', name) | None
-    args: tuple  # per argument: frozenset of value refs (see _Resolver.sources)
-    guards: tuple = ()
-    returns_ref: Optional[str] = None  # the callee returns a reference to this type (canonical)
-    returns_kernel_ref: bool = False  # the callee returns CustomKernelFunction&
-    is_method: bool = False
-    in_slot: Optional[str] = None  # id of the port-table slot lambda it sits in
-    member_call: Optional[str] = None  # method called on this call's result (h().get())
-    bound_to: Optional[str] = None  # local reference variable bound to the result
-    bound_then: tuple = ()  # methods later called on that variable
-
-
-@dataclass
-class FunctionInfo:
-    usr: str
-    name: str
-    qualified_name: str
-    loc: Location
-    params: tuple = ()
-    template_params: tuple = ()
-    returns_ref: Optional[str] = None  # canonical type returned by reference
-    returns_kernel_ref: bool = False
-    returns_bool: bool = False  # the result type is bool (a support predicate answers with one)
-    is_method_of: Optional[str] = None  # class qualified name
-    calls: list = field(default_factory=list)  # CallEdge
-    factory_calls: list = field(default_factory=list)  # (FactoryCall, guards)
-    returned: frozenset = frozenset()  # value refs of returned expressions
-    returned_statics: tuple = ()  # (name, type, Location) static/global variables returned
-    invokes: bool = False  # contains an invocation
-    selects: bool = False  # contains a selector call
-    backend_queries: tuple = ()  # registry backend queries called directly
-    has_port_args: tuple = ()  # frozensets of value refs, one per has_kernel_port call
-    calls_default_device: bool = False
-    param_const_args: dict = field(default_factory=dict)  # unused placeholder for merges
-    body_walked: bool = True  # False: a body the focus left unread (frontend/focus.py); the fields above it are empty
-
-
-@dataclass
-class RawSlot:
-    backend: str
-    text: str
-    loc: Location
-    slot_id: str
-    accessor: Optional[str]  # spelling
-    accessor_usr: Optional[str]
-    accessor_function: Optional[str]
-    accessor_targs: tuple
-    holder_type: Optional[str]
-    edges: list  # CallEdge from the getter (lambda or function)
-    factory_calls: list  # FactoryCall directly in the getter
-    getter_function_usr: Optional[str] = None  # slot given as a function, not a lambda
-
-
-@dataclass
-class RawTable:
-    name: str
-    qualified_name: str
-    usr: str
-    loc: Location
-    variable: str
-    slots: dict  # backend -> RawSlot | None
-    rocm_any_wave_size: bool
-
-
-@dataclass
-class RawInvocation:
-    loc: Location
-    callee_text: str
-    kernel_refs: frozenset  # value refs for the kernel object
-    template_args_text: str
-    template_args: tuple
-    template_args_resolved: bool
-    inputs_text: str
-    inputs: tuple
-    enclosing_function: str
-    enclosing_usr: str
-    in_macro: bool
-    dtype_checks: tuple = ()
-    unresolved: tuple = ()
-
-
-@dataclass
-class RawSelector:
-    fact: SelectorCall
-    table_refs: frozenset
-
-
-@dataclass
-class RawHolderAccess:
-    kind: str
-    accessor: str
-    accessor_usr: str
-    method: Optional[str]
-    loc: Location
-    in_table_slot: bool
-    enclosing_function: str
-    enclosing_usr: str
-    in_macro: bool
-
-
-@dataclass
-class RawPredicate:
-    fact_args: dict  # keyword args for Predicate minus tables
-    table_refs: tuple  # frozensets
-
-
-@dataclass
-class TUResult:
-    path: str  # the translation unit (relative)
-    configuration: str
-    ok: bool = True
-    error: str = ""
-    seconds: float = 0.0
-    diagnostics: int = 0
-    errors: int = 0
-    diag_by_file: dict = field(default_factory=dict)  # path -> (diagnostics, errors)
-    files_walked: list = field(default_factory=list)  # project files whose declarations were read
-    includes: list = field(default_factory=list)  # (includer, included) project-relative or abs
-    functions: list = field(default_factory=list)
-    tables: list = field(default_factory=list)
-    factory_calls: list = field(default_factory=list)
-    selectors: list = field(default_factory=list)
-    invocations: list = field(default_factory=list)
-    holder_accesses: list = field(default_factory=list)
-    backend_tests: list = field(default_factory=list)
-    refusals: list = field(default_factory=list)
-    predicates: list = field(default_factory=list)
-    seam_calls: list = field(default_factory=list)
-    seen: set = field(default_factory=set)  # (path, line, kind) confirmed typed constructs
-    untyped: list = field(default_factory=list)  # (path, line, column, kind, name, reason)
-    skipped: dict = field(default_factory=dict)  # path -> [(first_line, last_line)]
-    first_errors: list = field(default_factory=list)  # the first Clang errors, "path:line: message"
-    error_lines: dict = field(default_factory=dict)  # project path -> [(line, message)] of its Clang errors (capped)
-
-
-@dataclass(frozen=True)
-class Conventions:
-    """The registry names the Clang walk needs, in picklable form."""
-
-    factories: tuple  # ((qualified name, backend), ...)
-    selector: str
-    has_port: str
-    table_type: str
-    backend_queries: tuple
-    seams: tuple
-    predicates: tuple  # qualified or plain names
-    backends: tuple
-
-    @classmethod
-    def from_registry(cls, registry) -> "Conventions":
-        conv = registry.conventions
-        return cls(
-            factories=tuple((_norm(b.factory), name) for name, b in registry.backends.items()),
-            selector=_norm(conv.selector),
-            has_port=_norm(conv.has_port),
-            table_type=_norm(conv.table_type),
-            backend_queries=tuple(_norm(q) for q in conv.backend_queries),
-            seams=tuple(s.name for s in conv.test_seams),
-            predicates=tuple(sorted({p for k in registry.kernels for p in k.predicates})),
-            backends=tuple(registry.backends),
-        )
-
-
-def _norm(qname: str) -> str:
-    return qname[2:] if qname.startswith("::") else qname
-
-
-def _name_matches(qualified: str, wanted: str) -> bool:
-    """``wanted`` may be qualified (exact match) or a plain name (last segment)."""
-    if "::" in wanted:
-        return qualified == wanted
-    return qualified.split("::")[-1] == wanted
-
-
-# --------------------------------------------------------------------------
-# Argument sets
-# --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ParseJob:
-    abspath: str
-    relpath: str
-    configuration: str
-    args: tuple
-    root: str
-    project_files: frozenset  # relative paths of in-scope project files
-    conventions: Conventions
-    unsaved: Optional[bytes] = None
-    fault: Optional[str] = None  # test hook: "crash" | "hang" | "error"
-    unread_bodies: frozenset = frozenset()  # (relpath, line, column) of free-function bodies not to walk (focus.py)
-    withheld: tuple = ()  # absolute paths of project files the scope refused (KP901): Clang sees them empty
-
-
-def build_args(registry, configuration, relpath: str, *, compile_commands: Optional[dict] = None,
-               pch: Optional[str] = None) -> list:
-    """The Clang command line for one file under one configuration (without the file)."""
-    comp = registry.compile
-    args = ["-x", "c++", f"-std={comp.std}", "-ferror-limit=0", "-Wno-everything" if False else "-w"]
-    # -w: warnings are not ours to count; errors still are.
-    if relpath.lower().endswith(GPU_SUFFIXES):
-        args += [f"-D{d}" for d in GPU_KEYWORD_DEFINES]
-    cc_flags = (compile_commands or {}).get(relpath)
-    if cc_flags:
-        args += cc_flags
-    for d in comp.defines:
-        args.append(f"-D{d}")
-    for d in configuration.defines:
-        args.append(f"-D{d}")
-    args.append(f"-I{registry.root}")
-    for inc in comp.include_dirs:
-        args.append(f"-I{inc}")
-    # the MLX and cxx headers that judge the tree (real ones, or the stubs; frontend/headers.py)
-    args += headers.resolve_for(registry).args(fallback_only=bool(cc_flags))
-    args += ["-isystem", builtin_include_dir()]
-    if pch and not cc_flags:
-        args += ["-include-pch", pch]
-    return args
-
-
-def prelude_args(registry, configuration) -> list:
-    """Arguments identical to a source parse, minus file-specific ones: the PCH's key."""
-    return build_args(registry, configuration, "prelude.h")
-
-
-# Code that uses the MLX API the way launchers do (SPEC section 1: a kernel built by each factory, held in a
-# std::optional under std::call_once, launched with inputs, shapes, dtypes, grid, threadgroup and template args of
-# each alternative). Precompiled with the stubs, it makes the prelude hold the template instantiations that use
-# needs (std::function's call, the TemplateArg variant's conversions, the argument vectors ...), which every unit
-# otherwise made again: half of a launcher's parse. Its namespace is nobody's; the walk never lists the
-# prelude's declarations.
-PRELUDE_WARM_UP = r"""
-namespace kernel_ports_prelude_warm_up {
-inline std::vector<mlx::core::array> launch(mlx::core::fast::CustomKernelFunction& k, const mlx::core::array& x, int n) {
-  std::vector<std::pair<std::string, mlx::core::fast::TemplateArg>> targs;
-  targs.push_back({"T", x.dtype()});
-  targs.emplace_back("N", n);
-  return k({x, x}, {x.shape()}, {x.dtype()}, {n, 1, 1}, {256, 1, 1}, {{"T", x.dtype()}, {"N", n}, {"B", true}},
-           std::nullopt, false, {});
-}
-inline mlx::core::fast::CustomKernelFunction make() {
-  return mlx::core::fast::metal_kernel("k", {"x"}, {"out"}, "src", "", true, false);
-}
-inline mlx::core::fast::CustomKernelFunction& hold() {
-  static std::once_flag once;
-  static std::optional<mlx::core::fast::CustomKernelFunction> kernel;
-  std::call_once(once, [] { kernel.emplace(mlx::core::fast::cuda_kernel("k", {"x"}, {"out"}, "src")); });
-  static mlx::core::fast::CustomKernelFunction other = mlx::core::fast::hip_kernel("k", {"x"}, {"out"}, std::string("src"));
-  return *kernel;
-}
-inline mlx::core::array use(const mlx::core::array& x) {
-  auto y = mlx::core::astype(x, mlx::core::float32);
-  auto out = launch(hold(), mlx::core::contiguous(mlx::core::reshape(y, y.shape())), static_cast<int>(x.size()));
-  return out[0];
-}
-}  // namespace kernel_ports_prelude_warm_up
-"""
-
-
-def prelude_text(with_stubs: bool = False, warm_up: bool = True) -> str:
-    # The standard headers, and the package's MLX stubs when they are what the
-    # units would include anyway (``stubs_shadowed``): a tree with its own (real
-    # or different) MLX headers must never meet a precompiled copy of ours.
-    lines = [f"#include <{h}>" for h in PRELUDE_STD_HEADERS]
-    if with_stubs:  # (the resolved MLX and cxx headers, real or stubs)
-        lines += ['#include "mlx/mlx.h"', '#include "rust/cxx.h"']
-    text = "\n".join(lines) + "\n"
-    return text + PRELUDE_WARM_UP if with_stubs and warm_up else text
-
-
-def stubs_shadowed(args) -> bool:
-    """Whether an include directory of this command line (or a standard system one, or one the CPATH variables
-    name) other than the resolved header set's holds a header at one of its paths, so that units would read it
-    rather than the set's."""
-    return headers.shadowed(args, ("/usr/include", "/usr/local/include"))
-
-
-def _prelude_header_args(args, with_stubs: bool = True) -> list:
-    # -fpch-instantiate-templates: the template instantiations the standard headers need are made once, in the
-    # prelude, instead of at the end of every unit that loads it (~40 ms a parse)
-    args = [a for a in args if a != "-x" and a != "c++"]
-    if not with_stubs and "-include" in args:
-        # a prelude of the standard headers alone: a force-included header (the ROCm shim, which reads mlx/fast.h)
-        # is read by each unit instead, so the MLX declarations stay the unit's own
-        i = args.index("-include")
-        args = args[:i] + args[i + 2:]
-    return ["-x", "c++-header", "-fpch-instantiate-templates"] + args
-
-
-def prelude_path(args, cache_dir: Path, cindex_file: Optional[str] = None, with_stubs: bool = False) -> Path:
-    """Where the prelude for an argument set is (or will be) stored; computed without loading libclang."""
-    if cindex_file is None:
-        import importlib.util
-
-        spec = importlib.util.find_spec("clang.cindex")
-        cindex_file = spec.origin if spec is not None else ""
-    text = "\0".join(_prelude_header_args(list(args), with_stubs)) + prelude_text(with_stubs) + headers.args_digest(args, _builtin_dirs()) + cindex_file
-    key = hashlib.sha256(text.encode()).hexdigest()[:20]
-    return Path(cache_dir) / f"prelude-{key}.pch"
-
-
-def build_prelude(args: list, cache_dir: Path, with_stubs: bool = False) -> Optional[str]:
-    """Build (or reuse) the precompiled prelude for an argument set; None if it fails.
-
-    With the stubs in it, their declarations are among the prelude's, which the
-    walk does not list; what it needs of them (the kernel type a factory
-    returns, Dtype ...) is written beside the prelude (``prelude_api``)."""
-    ci = cindex()
-    out = prelude_path(args, cache_dir, ci.__file__, with_stubs)
-    if out.is_file():
-        return str(out)
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    src = out.with_suffix(".h")
-    hdr_args = _prelude_header_args(args, with_stubs)
-    try:
-        index = ci.Index.create()
-        for warm_up in ((True, False) if with_stubs else (False,)):
-            src.write_text(prelude_text(with_stubs, warm_up))
-            # the detailed preprocessing record must match the parses that use it
-            tu = index.parse(str(src), args=hdr_args,
-                             options=ci.TranslationUnit.PARSE_INCOMPLETE | ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD)
-            if not any(d.severity >= 3 for d in tu.diagnostics):
-                break  # (a warm-up the stubs no longer compile is left out rather than losing the prelude)
-        else:
-            return None
-        if with_stubs:
-            api = out.with_suffix(".api.json")
-            tmp_api = api.with_name(f"{api.name}.{os.getpid()}.tmp")
-            tmp_api.write_text(json.dumps(_stub_api(tu, headers.header_dirs_in(args, _builtin_dirs()))))
-            os.replace(tmp_api, api)
-        tmp = out.with_name(f"{out.stem}.{os.getpid()}.tmp")
-        tu.save(str(tmp))
-        os.replace(tmp, out)
-    except Exception:
-        return None
-    return str(out)
-
-
-def _builtin_dirs() -> tuple:
-    try:
-        return (builtin_include_dir(),)
-    except FrontEndError:
-        return ()
-
-
-def _stub_api(tu, header_dirs) -> dict:
-    """Canonical types of what the resolved headers (stubs or real) declare: functions' results (with whether it
-    is an enum), and types."""
-    ci = cindex()
-    K = ci.CursorKind
-    stubs = tuple(d.rstrip("/") + "/" for d in header_dirs)
-    functions, types = {}, {}
-
-    def visit(c, prefix):
-        for ch in c.get_children():
-            f = ch.location.file
-            if f is None or not os.path.normpath(f.name).startswith(stubs):
-                continue
-            q = f"{prefix}::{ch.spelling}" if prefix else ch.spelling
-            if ch.kind == K.NAMESPACE:
-                visit(ch, q)
-            elif ch.kind == K.FUNCTION_DECL:
-                rt = ch.result_type.get_canonical()
-                functions.setdefault(q, {"result": rt.spelling, "enum": rt.kind == ci.TypeKind.ENUM})
-            elif ch.kind in (K.STRUCT_DECL, K.CLASS_DECL, K.TYPE_ALIAS_DECL, K.TYPEDEF_DECL):
-                types.setdefault(q, ch.type.get_canonical().spelling)
-
-    visit(tu.cursor, "")
-    return {"functions": functions, "types": types}
-
-
-def prelude_api(args) -> dict:
-    """What ``build_prelude`` wrote beside the prelude a command line loads, if it holds the stubs."""
-    args = list(args)
-    if "-include-pch" not in args:
-        return {}
-    pch = Path(args[args.index("-include-pch") + 1])
-    try:
-        return json.loads(pch.with_suffix(".api.json").read_text())
-    except (OSError, ValueError):
-        return {}
-
-
-# --------------------------------------------------------------------------
-# The walk
-# --------------------------------------------------------------------------
-
-
-def parse_translation_unit(job: ParseJob) -> TUResult:
-    """Parse one file in one configuration; never raises for a bad source."""
-    if job.fault == "crash":
-        os._exit(139)  # test hook: behave like a parser crash
-    if job.fault == "hang":
-        time.sleep(3600)
-    ci = cindex()
-    res = TUResult(path=job.relpath, configuration=job.configuration)
-    t0 = time.perf_counter()
-    try:
-        # excludeDecls: the declarations of the precompiled prelude (the standard library, ~15k of them) are not
-        # listed among the unit's top-level cursors; none is a project declaration, and reading their locations
-        # only to drop them cost more than the rest of the walk
-        index = ci.Index.create(excludeDecls=True)
-        opts = ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD | 0x200  # CXTranslationUnit_KeepGoing
-        unsaved = ([(job.abspath, job.unsaved)] if job.unsaved is not None else []) + [(p, "") for p in job.withheld]
-        unsaved = unsaved or None
-        try:
-            tu = index.parse(job.abspath, args=list(job.args), unsaved_files=unsaved, options=opts)
-        except ci.TranslationUnitLoadError:
-            if "-include-pch" not in job.args:
-                raise
-            # a prelude Clang no longer accepts (the system headers changed since it was built): parse without it
-            i = job.args.index("-include-pch")
-            tu = index.parse(job.abspath, args=list(job.args[:i] + job.args[i + 2:]), unsaved_files=unsaved, options=opts)
-    except Exception as exc:  # TranslationUnitLoadError and friends
-        res.ok = False
-        res.error = f"Clang could not parse the file: {exc}"
-        res.seconds = time.perf_counter() - t0
-        return res
-    if job.fault == "error":
-        res.ok = False
-        res.error = "injected parser failure"
-        return res
-    try:
-        _Walker(tu, job, res).run()
-    except RecursionError:
-        res.ok = False
-        res.error = "AST too deep to walk"
-    res.seconds = time.perf_counter() - t0
-    return res
-
-
 _STRIP_KINDS = None
 
 
@@ -722,7 +81,7 @@ def _strip_kinds():
     return _STRIP_KINDS
 
 
-class _Ctx:
+class Frame:
     """The function being walked."""
 
     def __init__(self, info: FunctionInfo, cursor):
@@ -739,7 +98,7 @@ class _Ctx:
         self.edges_by_cursor_hash: dict = {}
 
 
-class _Walker:
+class Walk:
     def __init__(self, tu, job: ParseJob, res: TUResult):
         self.ci = cindex()
         self.K = self.ci.CursorKind
@@ -934,7 +293,7 @@ class _Walker:
         for rel in res.files_walked:
             f = self.tu.get_file(os.path.join(self.job.root, rel))
             if f is not None:
-                rngs = _skipped_ranges(self.tu, f)
+                rngs = skipped_ranges(self.tu, f)
                 if rngs:
                     res.skipped[rel] = rngs
         for c in tops:
@@ -1078,7 +437,7 @@ class _Walker:
         if info is None:
             info = FunctionInfo(usr=usr, name=c.spelling, qualified_name=self.qname(c), loc=self.loc(c))
             self.functions[usr] = info
-        ctx = _Ctx(info, c)
+        ctx = Frame(info, c)
         return ctx
 
     def function(self, c):
@@ -1115,7 +474,7 @@ class _Walker:
         if self.job.unread_bodies and c.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE) and self._unread(body):
             info.body_walked = False
             return
-        ctx = _Ctx(info, c)
+        ctx = Frame(info, c)
         for i, p in enumerate(params):
             ctx.params[p.get_usr()] = i
         if c.kind == K.CONSTRUCTOR:
@@ -1191,7 +550,7 @@ class _Walker:
                             ctx.member_calls.setdefault(o.referenced.get_usr(), []).append((c.spelling, c))
             elif k == K.BINARY_OPERATOR or k == K.CALL_EXPR and c.spelling == "operator=":
                 ch = list(c.get_children())
-                op = _BINOPS.get(self.ci.conf.lib.clang_getCursorBinaryOperatorKind(c)) if k == K.BINARY_OPERATOR else "="
+                op = BINOPS.get(self.ci.conf.lib.clang_getCursorBinaryOperatorKind(c)) if k == K.BINARY_OPERATOR else "="
                 if op == "=" and len(ch) >= 2:
                     lhs = self.strip(ch[0])
                     if lhs.kind in (K.DECL_REF_EXPR, K.MEMBER_REF_EXPR) and lhs.referenced is not None:
@@ -1304,7 +663,7 @@ class _Walker:
         c = self.strip(cond)
         if c.kind != self.K.BINARY_OPERATOR:
             return None, None
-        op = _BINOPS.get(self.ci.conf.lib.clang_getCursorBinaryOperatorKind(c))
+        op = BINOPS.get(self.ci.conf.lib.clang_getCursorBinaryOperatorKind(c))
         if op not in ("==", "!="):
             return None, None
         a, b = list(c.get_children())[:2]
@@ -1516,7 +875,7 @@ class _Walker:
         while par and par[-1].kind in _strip_kinds():
             par.pop()
         if par and par[-1].kind == K.UNARY_OPERATOR and \
-                self.ci.conf.lib.clang_getCursorUnaryOperatorKind(par[-1]) == _ADDRESS_OF:
+                self.ci.conf.lib.clang_getCursorUnaryOperatorKind(par[-1]) == ADDRESS_OF:
             # `holder = &get_x_kernel();` or `auto* holder = &get_x_kernel();`: a pointer bound to the holder
             p = par[-2] if len(par) >= 2 else None
             target = None
@@ -1707,7 +1066,7 @@ class _Walker:
         out = set()
         for v in values:
             v = self.strip(v)
-            if v.kind == K.UNARY_OPERATOR and self.ci.conf.lib.clang_getCursorUnaryOperatorKind(v) == _ADDRESS_OF:
+            if v.kind == K.UNARY_OPERATOR and self.ci.conf.lib.clang_getCursorUnaryOperatorKind(v) == ADDRESS_OF:
                 ch = list(v.get_children())
                 v = self.strip(ch[0]) if ch else v
             if v.kind != K.CALL_EXPR or v.referenced is None or v.referenced.kind != K.FUNCTION_DECL \
@@ -1883,10 +1242,6 @@ class _Walker:
             return None
         return None
 
-    def _is_param(self, o, ctx) -> bool:
-        o = self.strip(o)
-        return o.kind == self.K.DECL_REF_EXPR and o.referenced is not None and o.referenced.kind == self.K.PARM_DECL
-
     def _template_args(self, e, ctx, depth):
         """(entries, resolved) for a template-args expression, in the frame of ``ctx``."""
         K = self.K
@@ -1974,7 +1329,7 @@ class _Walker:
         entries, ok = [], True
         init = self._var_init(field)
         if init is not None:
-            fctx = _Ctx(FunctionInfo(usr=f"{cu}#init", name=cls.spelling, qualified_name=self.qname(cls), loc=self.loc(cls)), cls)
+            fctx = Frame(FunctionInfo(usr=f"{cu}#init", name=cls.spelling, qualified_name=self.qname(cls), loc=self.loc(cls)), cls)
             sub, sok = self._template_args_init(init, fctx, depth + 1)
             entries += sub
             ok = ok and sok
@@ -2020,7 +1375,7 @@ class _Walker:
                             found += [self._entry(x, "insert", mctx) for x in sub] if sub is not None else [self._entry(margs[-1], "insert", mctx)]
                 elif c.kind == K.BINARY_OPERATOR and len(list(c.get_children())) == 2:
                     lhs, rhs = list(c.get_children())
-                    if is_field(lhs) and _BINOPS.get(self.ci.conf.lib.clang_getCursorBinaryOperatorKind(c)) == "=":
+                    if is_field(lhs) and BINOPS.get(self.ci.conf.lib.clang_getCursorBinaryOperatorKind(c)) == "=":
                         sub, sok = self._template_args(rhs, mctx, depth + 1)
                         found += sub
                         ok = ok and sok
@@ -2218,7 +1573,7 @@ class _Walker:
             ops = None
             if c.kind == K.CALL_EXPR and c.spelling in ("operator==", "operator!="):
                 ops = [x for x in c.get_children() if not (self.strip(x).kind == K.DECL_REF_EXPR and self.strip(x).spelling.startswith("operator"))]
-            elif c.kind == K.BINARY_OPERATOR and _BINOPS.get(self.ci.conf.lib.clang_getCursorBinaryOperatorKind(c)) in ("==", "!="):
+            elif c.kind == K.BINARY_OPERATOR and BINOPS.get(self.ci.conf.lib.clang_getCursorBinaryOperatorKind(c)) in ("==", "!="):
                 ops = list(c.get_children())
             if not ops or len(ops) != 2:
                 continue
@@ -2331,7 +1686,7 @@ class _Walker:
         info = self.functions.get(d.get_usr()) or FunctionInfo(
             usr=d.get_usr(), name=d.spelling, qualified_name=self.qname(d), loc=self.loc(d),
             params=tuple(p.spelling for p in d.get_children() if p.kind == K.PARM_DECL))
-        ctx = _Ctx(info, d)
+        ctx = Frame(info, d)
         for i, p in enumerate([p for p in d.get_children() if p.kind == K.PARM_DECL]):
             ctx.params[p.get_usr()] = i
         self._prescan(body, ctx)
@@ -2381,14 +1736,14 @@ class _Walker:
             leaves, todo = [], [ch[0]]
             while todo:
                 x = self.strip(todo.pop())
-                if x.kind == K.BINARY_OPERATOR and _BINOPS.get(lib.clang_getCursorBinaryOperatorKind(x)) == "||":
+                if x.kind == K.BINARY_OPERATOR and BINOPS.get(lib.clang_getCursorBinaryOperatorKind(x)) == "||":
                     todo.extend(x.get_children())
                 else:
                     leaves.append(x)
             for x in leaves:
                 if x.kind == K.CALL_EXPR and x.spelling == "operator!=":
                     ops = [o for o in x.get_children() if not (self.strip(o).kind == K.DECL_REF_EXPR and self.strip(o).spelling.startswith("operator"))]
-                elif x.kind == K.BINARY_OPERATOR and _BINOPS.get(lib.clang_getCursorBinaryOperatorKind(x)) == "!=":
+                elif x.kind == K.BINARY_OPERATOR and BINOPS.get(lib.clang_getCursorBinaryOperatorKind(x)) == "!=":
                     ops = list(x.get_children())
                 else:
                     continue
@@ -2547,7 +1902,7 @@ class _Walker:
                 fn_ref = x.referenced
                 break
         info = FunctionInfo(usr=slot_id, name=f"{tctx.info.name}.{backend}", qualified_name=f"{tctx.info.qualified_name}.{backend}", loc=loc)
-        sctx = _Ctx(info, lam)
+        sctx = Frame(info, lam)
         sctx.slot = slot_id
         sctx.params = {}
         if lam is not None:
@@ -2717,7 +2072,7 @@ class _Walker:
         if p.kind == K.RETURN_STMT:
             return "return", None
         if p.kind == K.BINARY_OPERATOR:
-            op = _BINOPS.get(self.ci.conf.lib.clang_getCursorBinaryOperatorKind(p))
+            op = BINOPS.get(self.ci.conf.lib.clang_getCursorBinaryOperatorKind(p))
             ch = list(p.get_children())
             if op == "=" and len(ch) == 2 and ch[1] == node:
                 lhs = self.strip(ch[0])
@@ -2764,7 +2119,7 @@ class _Walker:
             return None
         p = par[-1]
         if p.kind == K.BINARY_OPERATOR:
-            op = _BINOPS.get(lib.clang_getCursorBinaryOperatorKind(p))
+            op = BINOPS.get(lib.clang_getCursorBinaryOperatorKind(p))
             if op in ("==", "!="):
                 other = [x for x in p.get_children() if x != node]
                 comp = tuple(v for v in (self._enum_const(o) for o in other) if v)
@@ -2778,7 +2133,7 @@ class _Walker:
             other = [x for x in p.get_children() if x != node and x.spelling not in ("operator==", "operator!=")]
             return p.spelling[8:], tuple(self.text(o) for o in other), p
         if p.kind == K.UNARY_OPERATOR:
-            if _UNOPS.get(lib.clang_getCursorUnaryOperatorKind(p)) == "!":
+            if UNOPS.get(lib.clang_getCursorUnaryOperatorKind(p)) == "!":
                 return "!", (), p
             return None
         if p.kind == K.SWITCH_STMT:
@@ -2880,7 +2235,7 @@ class _Walker:
                     ref, _ = self._callee(x)
                     if ref is not None:
                         q = self.qname(ref)
-                        if q in tested_names or any(_name_matches(q, p) for p in preds) or ref.spelling.endswith("_available") \
+                        if q in tested_names or any(name_matches(q, p) for p in preds) or ref.spelling.endswith("_available") \
                                 or ref.get_usr() in getattr(self, "_tainted_fns", {}):
                             tested.add(q)
                 elif x.kind == K.DECL_REF_EXPR and x.referenced is not None:
@@ -2903,7 +2258,7 @@ class _Walker:
     def _predicates(self):
         preds = self.conv.predicates
         for info in self.functions.values():
-            named = any(_name_matches(info.qualified_name, p) for p in preds)
+            named = any(name_matches(info.qualified_name, p) for p in preds)
             if not named and not info.has_port_args:
                 continue
             if info.usr.endswith(("#init", "#var")):
