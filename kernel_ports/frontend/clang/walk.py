@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 from typing import Optional
 
 from kernel_ports.facts import (
     BackendTest,
     FactoryCall,
     InputArray,
-    Location,
     Refusal,
     SeamCall,
     SelectorCall,
@@ -41,11 +39,10 @@ from kernel_ports.frontend.clang.model import (
     TUResult,
     name_matches,
 )
-from kernel_ports.frontend.clang.prelude import prelude_api
-from kernel_ports.frontend.clang.toolchain import ADDRESS_OF, BINOPS, UNOPS, cindex, skipped_ranges
+from kernel_ports.frontend.clang.context import Frame, UnitContext, c_string_value, same_cursor, strip_kinds
+from kernel_ports.frontend.clang.toolchain import ADDRESS_OF, BINOPS, UNOPS, skipped_ranges
 from kernel_ports.frontend.isolation import walk_isolated
 
-MLX_DTYPE = "mlx::core::Dtype"  # MLX API (SPEC §1), not an engine convention
 
 _ARITHMETIC = {"BOOL", "CHAR_U", "UCHAR", "USHORT", "UINT", "ULONG", "ULONGLONG", "CHAR_S", "SCHAR", "SHORT", "INT",
                "LONG", "LONGLONG", "FLOAT", "DOUBLE", "LONGDOUBLE", "HALF", "FLOAT16"}
@@ -69,177 +66,31 @@ _SAME_DTYPE_OPS = frozenset(f"mlx::core::{op}" for op in (
 _RANDOM_BITS = "mlx::core::random::bits"  # uint8/16/32 by its constant `width` argument (default 4)
 
 
-_STRIP_KINDS = None
+EXTRACTORS: tuple = ()  # in the order their finish() runs
+EVENTS = ()
 
 
-def _strip_kinds():
-    global _STRIP_KINDS
-    if _STRIP_KINDS is None:
-        K = cindex().CursorKind
-        _STRIP_KINDS = {K.UNEXPOSED_EXPR, K.PAREN_EXPR, K.CXX_FUNCTIONAL_CAST_EXPR, K.CSTYLE_CAST_EXPR,
-                        K.CXX_STATIC_CAST_EXPR, K.CXX_CONST_CAST_EXPR}
-    return _STRIP_KINDS
+class Walk(UnitContext):
+    """The single traversal of one unit (see the module docstring)."""
 
-
-class Frame:
-    """The function being walked."""
-
-    def __init__(self, info: FunctionInfo, cursor):
-        self.info = info
-        self.cursor = cursor
-        self.guards: list = []
-        self.slot: Optional[str] = None
-        self.locals: dict = {}  # var usr -> init cursor
-        self.local_cursors: dict = {}  # var usr -> VAR_DECL cursor
-        self.member_calls: dict = {}  # var usr -> [(method, call cursor)]
-        self.assigns: dict = {}  # var usr -> [rhs cursor]
-        self.params: dict = {}  # param usr -> index
-        self.passed: Optional[dict] = None  # var usr -> [(call cursor, argument index)], filled on demand (_passes)
-        self.edges_by_cursor_hash: dict = {}
-
-
-class Walk:
     def __init__(self, tu, job: ParseJob, res: TUResult):
-        self.ci = cindex()
-        self.K = self.ci.CursorKind
-        self.tu = tu
-        self.job = job
-        self.res = res
-        self.conv = job.conventions
-        self.root = job.root.rstrip("/") + "/"
-        self._rel_cache: dict = {}
-        self._file_bytes: dict = {}
-        self._qname_cache: dict = {}
-        self.macro_ranges: dict = {}  # rel path -> [(start_off, end_off, name)]
-        self.kernel_type: Optional[str] = None  # canonical CustomKernelFunction
-        self.table_type: Optional[str] = None
-        self.dtype_type: Optional[str] = None
-        self.functions: dict = {}  # usr -> FunctionInfo (this TU)
-        self.fn_cursors: dict = {}  # usr -> definition cursor
-        self.callers: dict = {}  # usr -> [(caller ctx, call cursor)]
-        self.query_usrs: dict = {}  # usr -> query qualified name (incl. wrappers, tainted decls)
+        super().__init__(tu, job, res)
         self.enum_uses: list = []  # (cursor, parents, ctx) decl refs of backend-enum-typed params
-        self.field_writes: dict = {}  # field usr -> [(value cursor, ctx)]: initialisers and assignments in this TU
-        self.backend_enum: Optional[str] = None
         self.ifs_with_throw: list = []  # (if cursor, ctx)
         self.sites: list = []  # ("call", callee usr | "use", decl usr, cursor, parents, ctx): data-flow sites
         self.query_decl_usrs: dict = {}  # usr of a backend-query declaration -> its qualified name
-        self.slot_lambdas: set = set()  # hashes of lambdas that are port-table slots
-        self.seam_set = set(self.conv.seams)
         self._pending_invocations: list = []  # (call, kernel object, args, ctx, loc, kernel refs)
-        self.error_lines: dict = {}  # rel path -> [(line, message)] of Clang errors
+        self.extractors = tuple(cls(self) for cls in EXTRACTORS)
+        handlers: dict = {}
+        for ext in self.extractors:
+            for name in dir(type(ext)):
+                if name.startswith(("visit_", "leave_")):
+                    handlers.setdefault(name, []).append(getattr(ext, name))
+        unknown = sorted(set(handlers) - set(EVENTS))
+        if unknown:
+            raise TypeError(f"extractor methods for events the walk does not have: {unknown}")
+        self.on = {event: tuple(handlers.get(event, ())) for event in EVENTS}
 
-    # ---------------------------------------------------------------- utils
-    def rel(self, f) -> Optional[str]:
-        """Project-relative path of a clang File (or name), None outside the project."""
-        if f is None:
-            return None
-        name = f if isinstance(f, str) else f.name
-        r = self._rel_cache.get(name)
-        if r is None and name not in self._rel_cache:
-            p = os.path.normpath(name if os.path.isabs(name) else os.path.join(os.getcwd(), name))
-            r = p[len(self.root):] if p.startswith(self.root) else None
-            if r is not None and r not in self.job.project_files and r != self.job.relpath:
-                r = None
-            self._rel_cache[name] = r
-        return r
-
-    def loc(self, c) -> Location:
-        l = c.location
-        return Location(self.rel(l.file) or (l.file.name if l.file else ""), l.line, l.column)
-
-    def text(self, c) -> str:
-        ext = c.extent
-        f = ext.start.file
-        if f is None or ext.end.file is None or f.name != ext.end.file.name:
-            return " ".join(t.spelling for t in c.get_tokens())
-        data = self._file_bytes.get(f.name)
-        if data is None:
-            try:
-                data = Path(f.name).read_bytes() if not (self.job.unsaved and f.name == self.job.abspath) else self.job.unsaved
-            except OSError:
-                data = b""
-            self._file_bytes[f.name] = data
-        return data[ext.start.offset : ext.end.offset].decode("utf-8", "replace") or c.spelling
-
-    def in_macro(self, c):
-        l = c.location
-        rel = self.rel(l.file) if l.file else None
-        for s, e, name in self.macro_ranges.get(rel, ()):
-            if s <= l.offset < e:
-                return name
-        return None
-
-    def qname(self, c) -> str:
-        key = c.hash
-        q = self._qname_cache.get(key)
-        if q is not None:
-            return q
-        parts = []
-        cur = c
-        TU = self.K.TRANSLATION_UNIT
-        while cur is not None and cur.kind != TU:
-            sp = cur.spelling
-            if cur.kind in (self.K.NAMESPACE,) and not sp:
-                pass  # anonymous namespace
-            elif cur.kind == self.K.LINKAGE_SPEC:
-                pass
-            elif sp:
-                parts.append(sp)
-            cur = cur.semantic_parent
-        q = "::".join(reversed(parts))
-        self._qname_cache[key] = q
-        return q
-
-    def strip(self, c):
-        kinds = _strip_kinds()
-        K = self.K
-        while c is not None:
-            if c.kind in kinds:
-                ch = list(c.get_children())
-                # a functional cast carries a TYPE_REF first
-                ch = [x for x in ch if x.kind not in (K.TYPE_REF, K.NAMESPACE_REF, K.TEMPLATE_REF)]
-                if len(ch) != 1:
-                    return c
-                c = ch[0]
-                continue
-            if c.kind == K.CALL_EXPR:
-                ref = c.referenced
-                ch = [x for x in c.get_children() if x.location.line != 0]  # defaulted arguments have no place
-                # implicit conversions / copies: a constructor call with one argument
-                if ref is not None and ref.kind == K.CONSTRUCTOR and len(ch) == 1 and (
-                    ch[0].extent.start.offset == c.extent.start.offset or c.spelling in ("variant", "basic_string", "vector", "pair", "function", "optional", "TemplateArg")
-                ):
-                    c = ch[0]
-                    continue
-                # conversion operators (operator T()) called implicitly (MLX's Dtype converts to its Val enum for
-                # == and switch; the implicit member reference has no location, so it is not among ``ch``)
-                if ref is not None and ref.kind == K.CONVERSION_FUNCTION and len(ch) <= 1:
-                    ch = ch or list(c.get_children())
-                if ref is not None and ref.kind == K.CONVERSION_FUNCTION and len(ch) == 1:
-                    m = ch[0]
-                    mch = list(m.get_children())
-                    if m.kind == K.MEMBER_REF_EXPR and len(mch) == 1:
-                        c = mch[0]
-                        continue
-            return c
-        return c
-
-    def canonical(self, t) -> str:
-        try:
-            return t.get_canonical().spelling
-        except Exception:
-            return ""
-
-    def ref_target(self, t) -> Optional[str]:
-        """Canonical spelling of what a reference type refers to (const stripped)."""
-        TK = self.ci.TypeKind
-        if t.kind in (TK.LVALUEREFERENCE, TK.RVALUEREFERENCE):
-            s = self.canonical(t.get_pointee())
-            return re.sub(r"^const ", "", s)
-        return None
-
-    # ------------------------------------------------------------- set up
     def run(self):
         K = self.K
         res = self.res
@@ -269,7 +120,7 @@ class Walk:
                 res.includes.append((src, dst))
         res.error_lines = {rel: lines[:ERROR_LINES_KEPT] for rel, lines in self.error_lines.items()}
         top_children = list(self.tu.cursor.get_children())  # one pass over the (large) TU level
-        self._find_api_types(top_children)
+        self.find_api_types(top_children)
         tops = []
         walked = set()
         for c in top_children:
@@ -318,71 +169,6 @@ class Walk:
         a, b = c.location, tmpl.location
         return a.offset == b.offset and a.file is not None and b.file is not None and a.file.name == b.file.name
 
-    def _find_api_types(self, top_children):
-        """Canonical types of CustomKernelFunction (a factory's result), the table type, Dtype."""
-        K = self.K
-        wanted_fns = {q for q, _ in self.conv.factories} | {self.conv.selector} | set(self.conv.backend_queries)
-        wanted_types = {self.conv.table_type, MLX_DTYPE}
-        prefixes = set()
-        for q in wanted_fns | wanted_types:
-            parts = q.split("::")
-            for i in range(1, len(parts)):
-                prefixes.add("::".join(parts[:i]))
-
-        def visit(c, prefix):
-            for ch in (top_children if c is None else c.get_children()):
-                k = ch.kind
-                if k == K.NAMESPACE:
-                    q = f"{prefix}::{ch.spelling}" if prefix else ch.spelling
-                    if q in prefixes:
-                        visit(ch, q)
-                    continue
-                q = f"{prefix}::{ch.spelling}" if prefix else ch.spelling
-                if k == K.FUNCTION_DECL and q in wanted_fns:
-                    if any(q == f for f, _ in self.conv.factories) and self.kernel_type is None:
-                        self.kernel_type = self.canonical(ch.result_type)
-                    if q in self.conv.backend_queries and self.backend_enum is None:
-                        rt = ch.result_type.get_canonical()
-                        if rt.kind == self.ci.TypeKind.ENUM:
-                            self.backend_enum = rt.spelling
-                elif k in (K.STRUCT_DECL, K.CLASS_DECL, K.TYPE_ALIAS_DECL, K.TYPEDEF_DECL) and q in wanted_types:
-                    t = self.canonical(ch.type)
-                    if q == self.conv.table_type:
-                        self.table_type = t
-                    else:
-                        self.dtype_type = t
-
-        visit(None, "")
-        api = prelude_api(self.job.args)
-        if api:
-            # declarations of the stubs, precompiled in the prelude, are not among the unit's
-            for f, _ in self.conv.factories:
-                got = api["functions"].get(f)
-                if got is not None and self.kernel_type is None:
-                    self.kernel_type = got["result"]
-            for q in self.conv.backend_queries:
-                got = api["functions"].get(q)
-                if got is not None and got["enum"] and self.backend_enum is None:
-                    self.backend_enum = got["result"]
-            if self.dtype_type is None and MLX_DTYPE in api["types"]:
-                self.dtype_type = api["types"][MLX_DTYPE]
-            if self.table_type is None and self.conv.table_type in api["types"]:
-                self.table_type = api["types"][self.conv.table_type]
-        if self.kernel_type is None:
-            # no factory declared: the selector returns the kernel type by reference
-            def visit2(c, prefix):
-                for ch in c.get_children():
-                    q = f"{prefix}::{ch.spelling}" if prefix else ch.spelling
-                    if ch.kind == K.NAMESPACE and q in prefixes:
-                        visit2(ch, q)
-                    elif ch.kind == K.FUNCTION_DECL and q == self.conv.selector and self.kernel_type is None:
-                        self.kernel_type = self.ref_target(ch.result_type)
-
-            visit2(self.tu.cursor, "")
-        self.dtype_type = self.dtype_type or MLX_DTYPE
-        self.table_type = self.table_type or self.conv.table_type
-
-    # ---------------------------------------------------------- declarations
     def decl(self, c, record: Optional[str] = None):
         K = self.K
         k = c.kind
@@ -409,27 +195,18 @@ class Walk:
             return
 
     def _var_decl(self, c):
-        init = self._var_init(c)
+        init = self.var_init(c)
         if init is not None:
             ctx = self._pseudo_ctx(c, "var")
             self.expr(init, ctx, [c])
 
     def _field_init(self, record, field_cursor):
-        init = self._var_init(field_cursor)
+        init = self.var_init(field_cursor)
         if init is None:
             return
         ctx = self._pseudo_ctx(record, "init")
         self.field_writes.setdefault(field_cursor.get_usr(), []).append((init, ctx))
         self.expr(init, ctx, [field_cursor])
-
-    def _var_init(self, c):
-        K = self.K
-        for ch in c.get_children():
-            if ch.kind in (K.TYPE_REF, K.NAMESPACE_REF, K.TEMPLATE_REF, K.PARM_DECL, K.ANNOTATE_ATTR, K.VISIBILITY_ATTR):
-                continue
-            if ch.kind.is_expression() or ch.kind == K.INIT_LIST_EXPR:
-                return ch
-        return None
 
     def _pseudo_ctx(self, c, suffix):
         usr = f"{c.get_usr()}#{suffix}"
@@ -490,7 +267,7 @@ class Walk:
                         self.field_writes.setdefault(member.get_usr(), []).append((ch, ctx))
                     member = None
                     self.expr(ch, ctx, [c])
-        self._prescan(body, ctx)
+        self.prescan(body, ctx)
         if c.kind in (K.FUNCTION_DECL, K.CXX_METHOD, K.FUNCTION_TEMPLATE):
             self._table(c, ctx, body)
         self.stmt(body, ctx, [c])
@@ -527,7 +304,7 @@ class Walk:
         ctx.info.returned = frozenset(refs)
         ctx.info.returned_statics = tuple(statics)
 
-    def _prescan(self, body, ctx):
+    def prescan(self, body, ctx):
         """Locals, their initialisers, member calls on them and assignments (for data flow)."""
         K = self.K
         stack = [body]
@@ -537,7 +314,7 @@ class Walk:
             if k == K.VAR_DECL:
                 u = c.get_usr()
                 ctx.local_cursors[u] = c
-                init = self._var_init(c)
+                init = self.var_init(c)
                 if init is not None:
                     ctx.locals[u] = init
             elif k == K.CALL_EXPR:
@@ -559,7 +336,6 @@ class Walk:
                             self.field_writes.setdefault(lhs.referenced.get_usr(), []).append((ch[-1], ctx))
             stack.extend(c.get_children())
 
-    # ----------------------------------------------------------- statements
     def stmt(self, c, ctx, parents):
         K = self.K
         k = c.kind
@@ -601,30 +377,19 @@ class Walk:
                     self.stmt(s, ctx, parents + [c])
                     if g is not None:
                         ctx.guards.pop()
-                if self._has_throw(ch[1]):
+                if self.has_throw(ch[1]):
                     self.ifs_with_throw.append((c, ctx, cond))
                 return
         if k.is_expression():
             self.expr(c, ctx, parents)
             return
         if k == K.VAR_DECL:
-            init = self._var_init(c)
+            init = self.var_init(c)
             if init is not None:
                 self.expr(init, ctx, parents + [c])
             return
         for ch in c.get_children():
             self.stmt(ch, ctx, parents + [c])
-
-    def _has_throw(self, s) -> bool:
-        """The branch throws at its top level (a refusal), not somewhere nested."""
-        K = self.K
-        if s.kind == K.CXX_THROW_EXPR:
-            return True
-        if s.kind == K.COMPOUND_STMT:
-            return any(self._has_throw(x) for x in s.get_children())
-        if s.kind == K.UNEXPOSED_EXPR:
-            return any(x.kind == K.CXX_THROW_EXPR for x in s.get_children())
-        return False
 
     def _case_labels(self, s):
         K = self.K
@@ -638,18 +403,10 @@ class Walk:
                 is_default = True
                 inner = ch[-1] if ch else None
             else:
-                v = self._enum_const(ch[0]) if ch else None
+                v = self.enum_const(ch[0]) if ch else None
                 labels.append(v or (self.text(ch[0]) if ch else "?"))
                 inner = ch[-1] if len(ch) > 1 else None
         return labels, is_default, inner
-
-    def _enum_const(self, c) -> Optional[str]:
-        c = self.strip(c)
-        if c.kind == self.K.DECL_REF_EXPR:
-            r = c.referenced
-            if r is not None and r.kind == self.K.ENUM_CONSTANT_DECL:
-                return r.spelling
-        return None
 
     def _guard_subject(self, cond) -> Optional[str]:
         c = self.strip(cond)
@@ -667,16 +424,15 @@ class Walk:
         if op not in ("==", "!="):
             return None, None
         a, b = list(c.get_children())[:2]
-        subj, val = self._guard_subject(a), self._enum_const(b)
+        subj, val = self._guard_subject(a), self.enum_const(b)
         if subj is None:
-            subj, val = self._guard_subject(b), self._enum_const(a)
+            subj, val = self._guard_subject(b), self.enum_const(a)
         if subj is None or val is None:
             return None, None
         eq = Guard(subj, (val,), False)
         ne = Guard(subj, (val,), True)
         return (eq, ne) if op == "==" else (ne, eq)
 
-    # ---------------------------------------------------------- expressions
     def expr(self, c, ctx, parents):
         """Walk an expression tree, recording calls and uses."""
         K = self.K
@@ -695,7 +451,7 @@ class Walk:
                     continue
                 for ch in cur.get_children():
                     if ch.kind == K.COMPOUND_STMT:
-                        self._prescan(ch, ctx)
+                        self.prescan(ch, ctx)
                         self.stmt(ch, ctx, par + [cur])
                 continue
             elif k in (K.COMPOUND_STMT, K.IF_STMT, K.SWITCH_STMT):  # statement expressions
@@ -723,53 +479,16 @@ class Walk:
             if parents and parents[-1].kind == K.CALL_EXPR and parents[-1].referenced is not None and parents[-1].referenced == r:
                 return
             # (a call Clang could not resolve references nothing: a Cursor compared with None raises)
-            if any(p.kind == K.CALL_EXPR and _same_cursor(p.referenced, r) for p in parents[-3:]):
+            if any(p.kind == K.CALL_EXPR and same_cursor(p.referenced, r) for p in parents[-3:]):
                 return
             tmpl = self.ci.conf.lib.clang_getSpecializedCursorTemplate(r)
             target = tmpl if tmpl is not None and not tmpl.kind.is_invalid() else r
             ctx.info.calls.append(CallEdge(target.get_usr(), self.qname(target), c.spelling, self.loc(c), (), (),
                                            tuple(ctx.guards), in_slot=ctx.slot))
 
-    def _callee(self, call):
-        """(decl cursor, explicit template args) of a call, looking through dependent lookups."""
-        K = self.K
-        ref = call.referenced
-        ch = list(call.get_children())
-        head = self.strip(ch[0]) if ch else None
-        if head is not None and head.kind == K.MEMBER_REF_EXPR:
-            pass
-        targs = []
-        if head is not None and head.kind in (K.DECL_REF_EXPR, K.OVERLOADED_DECL_REF):
-            for x in head.get_children():
-                if x.kind == K.DECL_REF_EXPR:
-                    r = x.referenced
-                    if r is not None and r.kind == K.ENUM_CONSTANT_DECL:
-                        targs.append(("const", r.spelling))
-                    elif r is not None and r.kind in (K.TEMPLATE_NON_TYPE_PARAMETER, K.PARM_DECL):
-                        targs.append(("param", r.spelling))
-                    else:
-                        targs.append(None)
-            # a dependent call in a template names an overload set: take its
-            # (single, in practice) template
-            od = head if head.kind == K.OVERLOADED_DECL_REF else next(
-                (x for x in head.get_children() if x.kind == K.OVERLOADED_DECL_REF), None)
-            if (ref is None or ref.kind == K.OVERLOADED_DECL_REF) and od is not None:
-                try:
-                    ref = self.ci.conf.lib.clang_getOverloadedDecl(od, 0)
-                except Exception:
-                    ref = None
-        if ref is not None and ref.kind == K.OVERLOADED_DECL_REF:
-            try:
-                ref = self.ci.conf.lib.clang_getOverloadedDecl(ref, 0)
-            except Exception:
-                ref = None
-        if ref is not None and ref.kind.is_invalid():
-            ref = None
-        return ref, tuple(targs)
-
     def call(self, c, ctx, parents):
         K = self.K
-        ref, targs = self._callee(c)
+        ref, targs = self.callee(c)
         ch = list(c.get_children())
         loc = self.loc(c)
         # ---- invocation: operator() on a CustomKernelFunction object
@@ -834,7 +553,7 @@ class Walk:
             if parent is not None and not self.qname(parent).startswith(("std::", "__gnu_cxx::")):
                 ctx.info.calls.append(CallEdge(f"{parent.get_usr()}#init", self.qname(parent), parent.spelling, loc, (), (),
                                                tuple(ctx.guards), in_slot=ctx.slot))
-        spelling = self._callee_spelling(c)
+        spelling = self.callee_spelling(c)
         edge = CallEdge(usr, q, spelling, loc, targs, argrefs, tuple(ctx.guards),
                         returns_ref=rr, returns_kernel_ref=bool(rr and rr == self.kernel_type),
                         is_method=ref.kind in (K.CXX_METHOD, K.CONVERSION_FUNCTION), in_slot=ctx.slot,
@@ -855,24 +574,11 @@ class Walk:
         # static/global holder variables of a record type constructed here
         return
 
-    def _callee_spelling(self, c) -> str:
-        """The callee as written: `get_x_kernel<GpuKernelBackend::Metal>` (no object, no args)."""
-        K = self.K
-        ch = list(c.get_children())
-        if not ch:
-            return c.spelling
-        head = ch[0]
-        txt = self.text(head).strip()
-        if self.strip(head).kind == K.MEMBER_REF_EXPR:
-            return c.spelling
-        txt = re.sub(r"\s+", "", txt)
-        return txt.split("::", 1)[-1] if txt.startswith("::") else txt or c.spelling
-
     def _result_use(self, c, parents, ctx):
         """What happens to a call's reference result: `.m()` on it, or bound to a local."""
         K = self.K
         par = list(parents)
-        while par and par[-1].kind in _strip_kinds():
+        while par and par[-1].kind in strip_kinds():
             par.pop()
         if par and par[-1].kind == K.UNARY_OPERATOR and \
                 self.ci.conf.lib.clang_getCursorUnaryOperatorKind(par[-1]) == ADDRESS_OF:
@@ -912,7 +618,6 @@ class Walk:
             return "has_port_call"
         return None
 
-    # ------------------------------------------------------------ factories
     def _string_arg(self, a):
         """(literal text or None, constant names, text)."""
         K = self.K
@@ -921,7 +626,7 @@ class Walk:
         consts = []
         lit = None
         if s.kind == K.STRING_LITERAL:
-            lit = _c_string_value(self.text(s) or s.spelling)
+            lit = c_string_value(self.text(s) or s.spelling)
         stack = [s]
         while stack:
             x = stack.pop()
@@ -961,7 +666,6 @@ class Walk:
         self.res.seen.add((loc.path, loc.line, "factory_call"))
         ctx.info.factory_calls.append((fc, tuple(ctx.guards)))
 
-    # ------------------------------------------------------------- selector
     def selector(self, c, args, ctx, parents):
         loc = self.loc(c)
         K = self.K
@@ -969,7 +673,7 @@ class Walk:
 
         def lit(a):
             s = self.strip(a)
-            return _c_string_value(self.text(s)) if s.kind == K.STRING_LITERAL else None
+            return c_string_value(self.text(s)) if s.kind == K.STRING_LITERAL else None
 
         table_refs = self.sources(args[2], ctx) if len(args) > 2 else frozenset()
         fact = SelectorCall(
@@ -989,7 +693,6 @@ class Walk:
         self.res.seen.add((loc.path, loc.line, "selector_call"))
         ctx.info.selects = True
 
-    # --------------------------------------------------------- value sources
     def sources(self, e, ctx, depth=0, shallow=False) -> frozenset:
         """Where a value comes from, as refs the index can resolve across TUs.
 
@@ -1008,7 +711,7 @@ class Walk:
             ch = list(s.get_children())
             return self.sources(ch[1], ctx, depth + 1, shallow) | self.sources(ch[2], ctx, depth + 1, shallow)
         if k == K.CALL_EXPR:
-            ref, _ = self._callee(s)
+            ref, _ = self.callee(s)
             if ref is None:
                 return frozenset({("unknown", self.text(s)[:80])})
             q = self.qname(ref)
@@ -1025,15 +728,15 @@ class Walk:
                 if inner:
                     innr = self.strip(inner[0])
                     if innr.kind == K.CALL_EXPR and innr.referenced is not None:
-                        return frozenset({("accessor", innr.referenced.get_usr(), self._callee_spelling(innr))})
+                        return frozenset({("accessor", innr.referenced.get_usr(), self.callee_spelling(innr))})
                     bound = self._bound_accessors(innr, ctx)
                     if bound:
                         return bound
             tmpl = self.ci.conf.lib.clang_getSpecializedCursorTemplate(ref)
             d = tmpl if tmpl is not None and not tmpl.kind.is_invalid() else ref
             if rr is not None and self.kernel_type and rr == self.kernel_type:
-                return frozenset({("call", d.get_usr(), self.qname(d), self._callee_spelling(s))})
-            return frozenset({("call", d.get_usr(), self.qname(d), self._callee_spelling(s))})
+                return frozenset({("call", d.get_usr(), self.qname(d), self.callee_spelling(s))})
+            return frozenset({("call", d.get_usr(), self.qname(d), self.callee_spelling(s))})
         if k == K.DECL_REF_EXPR:
             r = s.referenced
             if r is None:
@@ -1072,10 +775,9 @@ class Walk:
             if v.kind != K.CALL_EXPR or v.referenced is None or v.referenced.kind != K.FUNCTION_DECL \
                     or self.ref_target(v.referenced.result_type) is None:
                 return frozenset()
-            out.add(("accessor", v.referenced.get_usr(), self._callee_spelling(v)))
+            out.add(("accessor", v.referenced.get_usr(), self.callee_spelling(v)))
         return frozenset(out)
 
-    # ----------------------------------------------------------- invocation
     def invocation(self, c, obj, args, ctx, parents):
         loc = self.loc(c)
         self.res.seen.add((loc.path, loc.line, "invocation"))
@@ -1136,23 +838,6 @@ class Walk:
             return True
         return self.canonical(t) in ("", "<dependent type>")
 
-    def _list_elements(self, s):
-        """Elements of a braced list, looking through vector/initializer_list construction."""
-        K = self.K
-        s = self.strip(s)
-        if s.kind == K.CALL_EXPR and s.referenced is not None and s.referenced.kind == K.CONSTRUCTOR:
-            ch = list(s.get_children())
-            non_default = [x for x in ch if x.location.line != 0]
-            if len(non_default) == 1:
-                return self._list_elements(non_default[0])
-            if not non_default:
-                return []
-            return None
-        if s.kind == K.INIT_LIST_EXPR:
-            ch = list(s.get_children())
-            return ch
-        return None
-
     def _entry(self, e, how, ctx, name_cursor=None, value_cursor=None) -> Optional[TemplateArgEntry]:
         K = self.K
         if name_cursor is None:
@@ -1176,7 +861,7 @@ class Walk:
                                         from_parameter=False, loc=self.loc(e), how=how)
             name_cursor, value_cursor = parts
         ns = self.strip(name_cursor)
-        name = _c_string_value(self.text(ns)) if ns.kind == K.STRING_LITERAL else None
+        name = c_string_value(self.text(ns)) if ns.kind == K.STRING_LITERAL else None
         v = self.strip(value_cursor)
         is_dtype, src, from_param, const, param = self._dtype_origin(v, ctx, 0)
         return TemplateArgEntry(name=name, value_text=self.text(value_cursor), is_dtype=is_dtype, source_input=src,
@@ -1203,11 +888,11 @@ class Walk:
                 obj = list(self.strip(ch[0]).get_children())
                 if obj:
                     o = self.strip(obj[0])
-                    return is_dtype, self._root_name(o) or self.text(o), False, False, None
+                    return is_dtype, self.root_name(o) or self.text(o), False, False, None
             ref = v.referenced
             if ref is not None and ref.kind == K.FUNCTION_DECL and v.spelling == "dtype" and len(ch) > 1:
                 o = self.strip(ch[1])
-                return is_dtype, self._root_name(o) or self.text(o), False, False, None
+                return is_dtype, self.root_name(o) or self.text(o), False, False, None
             return is_dtype, None, False, False, None
         if k == K.DECL_REF_EXPR:
             r = v.referenced
@@ -1233,22 +918,13 @@ class Walk:
             return is_dtype or a[0] or b[0], a[1] or b[1], a[2] or b[2], a[3] and b[3], a[4] or b[4]
         return is_dtype, None, False, False, None
 
-    def _root_name(self, o) -> Optional[str]:
-        K = self.K
-        o = self.strip(o)
-        if o.kind == K.DECL_REF_EXPR:
-            return o.spelling
-        if o.kind == K.MEMBER_REF_EXPR:
-            return None
-        return None
-
     def _template_args(self, e, ctx, depth):
         """(entries, resolved) for a template-args expression, in the frame of ``ctx``."""
         K = self.K
         if depth > 4:
             return (), False
         s = self.strip(e)
-        elems = self._list_elements(s)
+        elems = self.list_elements(s)
         if elems is not None:
             return tuple(self._entry(x, "inline" if depth == 0 else "helper", ctx) for x in elems), True
         if s.kind == K.DECL_REF_EXPR and s.referenced is not None:
@@ -1289,7 +965,7 @@ class Walk:
                 elif margs:
                     entries.append(self._entry(margs[0], "emplace_back", ctx))
             elif method in ("insert",) and margs:
-                sub = self._list_elements(margs[-1])
+                sub = self.list_elements(margs[-1])
                 if sub is not None:
                     entries += [self._entry(x, "insert", ctx) for x in sub]
                 else:
@@ -1327,7 +1003,7 @@ class Walk:
             return e
 
         entries, ok = [], True
-        init = self._var_init(field)
+        init = self.var_init(field)
         if init is not None:
             fctx = Frame(FunctionInfo(usr=f"{cu}#init", name=cls.spelling, qualified_name=self.qname(cls), loc=self.loc(cls)), cls)
             sub, sok = self._template_args_init(init, fctx, depth + 1)
@@ -1340,7 +1016,7 @@ class Walk:
             if sp is None or sp.get_usr() != cu:
                 continue
             defined.add(usr)
-            mctx = self._ctx_for(m)
+            mctx = self.frame_for(m)
             if mctx is None:
                 continue
             found = []
@@ -1371,7 +1047,7 @@ class Walk:
                         elif c.spelling == "emplace_back" and margs:
                             found.append(self._entry(margs[0], "emplace_back", mctx))
                         elif c.spelling == "insert" and margs:
-                            sub = self._list_elements(margs[-1])
+                            sub = self.list_elements(margs[-1])
                             found += [self._entry(x, "insert", mctx) for x in sub] if sub is not None else [self._entry(margs[-1], "insert", mctx)]
                 elif c.kind == K.BINARY_OPERATOR and len(list(c.get_children())) == 2:
                     lhs, rhs = list(c.get_children())
@@ -1409,19 +1085,11 @@ class Walk:
 
     def _template_args_init(self, init, ctx, depth):
         s = self.strip(init)
-        elems = self._list_elements(s)
+        elems = self.list_elements(s)
         if elems is not None:
             return [self._entry(x, "initializer", ctx) for x in elems], True
         sub, ok = self._template_args(init, ctx, depth + 1)
         return list(sub), ok
-
-    def _call_args(self, call):
-        """The arguments of a call (the callee expression and defaulted arguments dropped)."""
-        K = self.K
-        ch = list(call.get_children())
-        if call.referenced is not None and call.referenced.kind == K.CONSTRUCTOR:
-            return ch
-        return ch[1:]
 
     def _template_args_param(self, parm, ctx, depth):
         """A template-args parameter: resolve through the callers in this unit, renamed into this frame."""
@@ -1432,7 +1100,7 @@ class Walk:
             return (), False
         entries, ok = [], True
         for cctx, call in callers:
-            args = self._call_args(call)
+            args = self.call_args(call)
             if idx < len(args):
                 sub, sok = self._template_args(args[idx], cctx, depth + 1)
                 entries += [_replace(self._to_callee(e, ctx, args), how=e.how or "parameter") for e in sub]
@@ -1448,7 +1116,7 @@ class Walk:
         name = None
         if e.source_input is not None:
             for j, a in enumerate(call_args):
-                if self._root_name(a) == e.source_input and j < len(callee_ctx.info.params):
+                if self.root_name(a) == e.source_input and j < len(callee_ctx.info.params):
                     name = callee_ctx.info.params[j]
                     break
         # a dtype of an array the callee does not receive arrives, for the callee, as a parameter value
@@ -1462,7 +1130,7 @@ class Walk:
             i = params.index(e.source_input)
             if i < len(call_args):
                 a = self.strip(call_args[i])
-                e = _replace(e, source_input=self._root_name(a) or self.text(a))
+                e = _replace(e, source_input=self.root_name(a) or self.text(a))
         elif e.parameter is not None and e.parameter in params:
             # a Dtype the helper receives: what the caller passes
             i = params.index(e.parameter)
@@ -1482,7 +1150,7 @@ class Walk:
             return e
         names = set()
         for cctx, call in callers:
-            args = self._call_args(call)
+            args = self.call_args(call)
             if idx >= len(args):
                 return e
             d, src, fp, const, param = self._dtype_origin(self.strip(args[idx]), cctx, 0)
@@ -1501,11 +1169,11 @@ class Walk:
         d = ref.get_definition() if ref is not None else None
         if d is None:
             return (), False
-        hctx = self._ctx_for(d)
+        hctx = self.frame_for(d)
         if hctx is None:
             return (), False
         entries, ok, found = [], True, False
-        call_args = self._call_args(call)
+        call_args = self.call_args(call)
         stack = [d]
         while stack:
             x = stack.pop()
@@ -1548,14 +1216,14 @@ class Walk:
         d = ref.get_definition()
         if d is None or depth > 3:
             return (), False  # filled by a function whose body this unit cannot see
-        hctx = self._ctx_for(d)
+        hctx = self.frame_for(d)
         if hctx is None:
             return (), False
         dparms = [p for p in d.get_children() if p.kind == K.PARM_DECL]
         if idx >= len(dparms):
             return (), False
         sub, ok = self._template_args_var(dparms[idx].get_usr(), hctx, depth + 1, local=False)
-        call_args = self._call_args(call)
+        call_args = self.call_args(call)
         out = []
         for e in sub:
             e = self._to_caller(e, hctx, call_args, ctx)
@@ -1594,13 +1262,13 @@ class Walk:
             return ()
         common = None
         for cctx, call in callers:
-            args = self._call_args(call)
+            args = self.call_args(call)
             if idx >= len(args):
                 return ()
             names = set(self._dtype_follows(args[idx], cctx, depth + 2))
             mapped = set()
             for j, a in enumerate(args):
-                if j != idx and self._root_name(a) in names and j < len(ctx.info.params):
+                if j != idx and self.root_name(a) in names and j < len(ctx.info.params):
                     mapped.add(ctx.info.params[j])
             common = mapped if common is None else common & mapped
             if not common:
@@ -1624,7 +1292,7 @@ class Walk:
                 out += self._param_follows(r, ctx, depth)
             return out
         if s.kind == K.CALL_EXPR:
-            args = [a for a in self._call_args(s) if a.location.line != 0]
+            args = [a for a in self.call_args(s) if a.location.line != 0]
             if s.spelling == "astype":
                 if len(args) >= 2:
                     # the array whose dtype it is cast to, or the Dtype parameter it is cast to
@@ -1666,7 +1334,7 @@ class Walk:
                 re.sub(r"^const ", "", self.canonical(cch[0].type)) != self.kernel_type:
             return None
         args = [x for x in cch[1:] if not (x.kind in (K.DECL_REF_EXPR, K.UNEXPOSED_EXPR) and x.spelling == "operator()")]
-        elems = self._list_elements(args[2]) if len(args) > 2 else None
+        elems = self.list_elements(args[2]) if len(args) > 2 else None
         consts = [self._dtype_const(x) for x in elems or ()]
         if not consts or None in consts:
             return None
@@ -1677,7 +1345,7 @@ class Walk:
                 return consts[int(i)]
         return consts[0] if len(set(consts)) == 1 else None
 
-    def _ctx_for(self, d):
+    def frame_for(self, d):
         """A data-flow context for another function's definition (helpers)."""
         K = self.K
         body = next((ch for ch in d.get_children() if ch.kind == K.COMPOUND_STMT), None)
@@ -1689,17 +1357,17 @@ class Walk:
         ctx = Frame(info, d)
         for i, p in enumerate([p for p in d.get_children() if p.kind == K.PARM_DECL]):
             ctx.params[p.get_usr()] = i
-        self._prescan(body, ctx)
+        self.prescan(body, ctx)
         return ctx
 
     def _inputs(self, e, ctx):
         K = self.K
         s = self.strip(e)
-        elems = self._list_elements(s)
+        elems = self.list_elements(s)
         if elems is None and s.kind == K.DECL_REF_EXPR and s.referenced is not None:
             u = s.referenced.get_usr()
             init = ctx.locals.get(u)
-            elems = self._list_elements(init) if init is not None else None
+            elems = self.list_elements(init) if init is not None else None
             elems = list(elems or [])
             for method, mc in ctx.member_calls.get(u, ()):
                 if method in ("push_back", "emplace_back"):
@@ -1731,7 +1399,7 @@ class Walk:
             if c.kind != K.IF_STMT:
                 continue
             ch = list(c.get_children())
-            if len(ch) < 2 or not self._has_throw(ch[1]):
+            if len(ch) < 2 or not self.has_throw(ch[1]):
                 continue
             leaves, todo = [], [ch[0]]
             while todo:
@@ -1760,7 +1428,7 @@ class Walk:
 
     def _input(self, x, ctx) -> InputArray:
         s = self.strip(x)
-        name = self._root_name(s)
+        name = self.root_name(s)
         fixed, dt, how = self._fixed_dtype(s, ctx, 0)
         follows = tuple(n for n in dict.fromkeys(self._dtype_follows(s, ctx)) if n not in (name, self.text(x), self.text(s)))
         return InputArray(text=self.text(x), name=name, dtype_fixed=fixed, fixed_dtype=dt, how=how, dtype_follows=follows)
@@ -1839,7 +1507,6 @@ class Walk:
             return True, None, "scalar"
         return None, None, ""
 
-    # ----------------------------------------------------------- port tables
     def _table(self, fn, ctx, body):
         """A function returning ``const KernelPorts&`` built from a static table variable."""
         K = self.K
@@ -1851,7 +1518,7 @@ class Walk:
                 continue
             if re.sub(r"^const ", "", self.canonical(x.type)) != self.table_type:
                 continue
-            init = self._var_init(x)
+            init = self.var_init(x)
             if init is None:
                 continue
             s = self.strip(init)
@@ -1909,7 +1576,7 @@ class Walk:
             self.slot_lambdas.add(lam.hash)
             body = next((ch for ch in lam.get_children() if ch.kind == K.COMPOUND_STMT), None)
             if body is not None:
-                self._prescan(body, sctx)
+                self.prescan(body, sctx)
                 self.stmt(body, sctx, [lam])
         elif fn_ref is not None:
             d = fn_ref.get_definition() or fn_ref
@@ -1936,7 +1603,6 @@ class Walk:
             getter_function_usr=fn_ref.get_usr() if fn_ref is not None else None,
         )
 
-    # ----------------------------------------------------------------- seams
     def _seam_decl(self, c):
         if c.spelling not in self.seam_set:
             return
@@ -1969,7 +1635,6 @@ class Walk:
                                             language="cpp", is_forwarding=fwd,
                                             enclosing_function=ctx.info.qualified_name))
 
-    # ------------------------------------------------- backend tests (taint)
     def _taint_and_tests(self):
         """Which values derive from a backend query, and where such values are tested.
 
@@ -2062,7 +1727,7 @@ class Walk:
         K = self.K
         par = list(parents)
         node = c
-        while par and (par[-1].kind in _strip_kinds() or par[-1].kind == K.CONDITIONAL_OPERATOR and list(par[-1].get_children())[0] != node):
+        while par and (par[-1].kind in strip_kinds() or par[-1].kind == K.CONDITIONAL_OPERATOR and list(par[-1].get_children())[0] != node):
             node = par.pop()
         if not par:
             return None
@@ -2113,7 +1778,7 @@ class Walk:
         lib = self.ci.conf.lib
         par = list(parents)
         node = c
-        while par and par[-1].kind in _strip_kinds():
+        while par and par[-1].kind in strip_kinds():
             node = par.pop()
         if not par:
             return None
@@ -2122,7 +1787,7 @@ class Walk:
             op = BINOPS.get(lib.clang_getCursorBinaryOperatorKind(p))
             if op in ("==", "!="):
                 other = [x for x in p.get_children() if x != node]
-                comp = tuple(v for v in (self._enum_const(o) for o in other) if v)
+                comp = tuple(v for v in (self.enum_const(o) for o in other) if v)
                 if not comp:
                     comp = tuple(self.text(o).strip() for o in other)
                 return op, comp, p
@@ -2142,7 +1807,7 @@ class Walk:
                 labels = []
                 for x in p.walk_preorder():
                     if x.kind == K.CASE_STMT:
-                        v = self._enum_const(next(iter(x.get_children())))
+                        v = self.enum_const(next(iter(x.get_children())))
                         if v:
                             labels.append(v)
                 return "switch", tuple(labels), p
@@ -2190,7 +1855,7 @@ class Walk:
             return {"unknown"}
         kinds = set()
         for cctx, call in callers:
-            args = self._call_args(call)
+            args = self.call_args(call)
             if idx >= len(args):
                 kinds.add("unknown")
                 continue
@@ -2220,7 +1885,6 @@ class Walk:
                 kinds.add(ref[0])
         return kinds
 
-    # ---------------------------------------------------------- refusals
     def _refusals(self):
         K = self.K
         tested_names = set(self.conv.backend_queries) | {self.conv.has_port}
@@ -2232,7 +1896,7 @@ class Walk:
             while stack:
                 x = stack.pop()
                 if x.kind == K.CALL_EXPR:
-                    ref, _ = self._callee(x)
+                    ref, _ = self.callee(x)
                     if ref is not None:
                         q = self.qname(ref)
                         if q in tested_names or any(name_matches(q, p) for p in preds) or ref.spelling.endswith("_available") \
@@ -2254,7 +1918,6 @@ class Walk:
                 tested=tuple(sorted(tested)), enclosing_function=ctx.info.qualified_name, enclosing_usr=ctx.info.usr,
                 in_macro=self.in_macro(ifc) is not None))
 
-    # --------------------------------------------------------- predicates
     def _predicates(self):
         preds = self.conv.predicates
         for info in self.functions.values():
@@ -2274,30 +1937,7 @@ class Walk:
                 table_refs=tuple(info.has_port_args)))
 
 
-def _same_cursor(a, b) -> bool:
-    return a is not None and b is not None and a == b
-
-
 def _replace(entry, **kw):
     import dataclasses
 
     return dataclasses.replace(entry, **kw)
-
-
-def _c_string_value(text: str) -> Optional[str]:
-    """The value of a C++ string literal as written (raw or escaped, concatenated pieces)."""
-    text = text.strip()
-    out = []
-    pos = 0
-    pat = re.compile(r'(?:u8|u|U|L)?R"([^(\s]*)\((.*?)\)\1"|(?:u8|u|U|L)?"((?:\\.|[^"\\])*)"', re.S)
-    for m in pat.finditer(text):
-        if text[pos:m.start()].strip():
-            return None
-        pos = m.end()
-        if m.group(2) is not None:
-            out.append(m.group(2))
-        else:
-            out.append(re.sub(r"\\(.)", lambda mm: {"n": "\n", "t": "\t"}.get(mm.group(1), mm.group(1)), m.group(3)))
-    if not out or text[pos:].strip():
-        return None
-    return "".join(out)
