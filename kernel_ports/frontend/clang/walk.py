@@ -21,7 +21,6 @@ from kernel_ports.facts import (
     FactoryCall,
     InputArray,
     Refusal,
-    SeamCall,
     SelectorCall,
     TemplateArgEntry,
 )
@@ -40,6 +39,7 @@ from kernel_ports.frontend.clang.model import (
     name_matches,
 )
 from kernel_ports.frontend.clang.context import Frame, UnitContext, c_string_value, same_cursor, strip_kinds
+from kernel_ports.frontend.clang.seams import SeamCalls
 from kernel_ports.frontend.clang.toolchain import ADDRESS_OF, BINOPS, UNOPS, skipped_ranges
 from kernel_ports.frontend.isolation import walk_isolated
 
@@ -66,8 +66,10 @@ _SAME_DTYPE_OPS = frozenset(f"mlx::core::{op}" for op in (
 _RANDOM_BITS = "mlx::core::random::bits"  # uint8/16/32 by its constant `width` argument (default 4)
 
 
-EXTRACTORS: tuple = ()  # in the order their finish() runs
-EVENTS = ()
+# the fact families, in the order their finish() runs
+EXTRACTORS = (SeamCalls,)
+# what the walk calls extractors with (the module docstring says when and with what)
+EVENTS = ("visit_function_decl", "visit_seam_call")
 
 
 class Walk(UnitContext):
@@ -186,7 +188,8 @@ class Walk(UnitContext):
                     self.decl(ch, record=c)
             return
         if k in (K.FUNCTION_DECL, K.CXX_METHOD, K.CONSTRUCTOR, K.DESTRUCTOR, K.FUNCTION_TEMPLATE, K.CONVERSION_FUNCTION):
-            self._seam_decl(c)
+            for visit in self.on["visit_function_decl"]:
+                visit(c)
             if c.is_definition():
                 walk_isolated(self, c, self.function, c)
             return
@@ -541,7 +544,8 @@ class Walk(UnitContext):
         if decl.spelling == "default_device":
             ctx.info.calls_default_device = True
         if decl.spelling in self.seam_set:
-            self._seam_call(c, decl, ctx, parents)
+            for visit in self.on["visit_seam_call"]:
+                visit(c, decl, ctx, parents)
         # ---- a call edge
         member_call, bound_to, bound_then = None, None, ()
         rr = self.ref_target(ref.result_type) if ref.kind != K.CONSTRUCTOR else None
@@ -1602,38 +1606,6 @@ class Walk(UnitContext):
             factory_calls=[fc for fc, _ in info.factory_calls],
             getter_function_usr=fn_ref.get_usr() if fn_ref is not None else None,
         )
-
-    def _seam_decl(self, c):
-        if c.spelling not in self.seam_set:
-            return
-        loc = self.loc(c)
-        self.res.seam_calls.append(SeamCall(loc=loc, configurations=frozenset({self.job.configuration}), name=c.spelling,
-                                            language="cpp", is_declaration=not c.is_definition(),
-                                            is_definition=c.is_definition(), enclosing_function=None))
-
-    def _seam_call(self, c, decl, ctx, parents):
-        K = self.K
-        # forwarding: the only statement of the enclosing function's body
-        fwd = False
-        fn = ctx.cursor
-        if fn is not None and ctx.slot is None:
-            body = next((ch for ch in fn.get_children() if ch.kind == K.COMPOUND_STMT), None)
-            if body is not None:
-                stmts = list(body.get_children())
-                if len(stmts) == 1:
-                    st = stmts[0]
-                    top = st if st.kind != K.RETURN_STMT else next(iter(st.get_children()), None)
-                    fwd = top is not None and self.strip(top) == c
-                    # ... and it passes the wrapper's own parameters through
-                    params = {p.get_usr() for p in fn.get_children() if p.kind == K.PARM_DECL}
-                    for a in list(c.get_children())[1:]:
-                        a = self.strip(a)
-                        if not (a.kind == K.DECL_REF_EXPR and a.referenced is not None and a.referenced.get_usr() in params):
-                            fwd = False
-        loc = self.loc(c)
-        self.res.seam_calls.append(SeamCall(loc=loc, configurations=frozenset({self.job.configuration}), name=decl.spelling,
-                                            language="cpp", is_forwarding=fwd,
-                                            enclosing_function=ctx.info.qualified_name))
 
     def _taint_and_tests(self):
         """Which values derive from a backend query, and where such values are tested.
