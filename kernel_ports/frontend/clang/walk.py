@@ -40,6 +40,7 @@ from kernel_ports.frontend.clang.model import (
 )
 from kernel_ports.frontend.clang.context import Frame, UnitContext, c_string_value, same_cursor, strip_kinds
 from kernel_ports.frontend.clang.seams import SeamCalls
+from kernel_ports.frontend.clang.values import sources
 from kernel_ports.frontend.clang.toolchain import ADDRESS_OF, BINOPS, UNOPS, skipped_ranges
 from kernel_ports.frontend.isolation import walk_isolated
 
@@ -295,7 +296,7 @@ class Walk(UnitContext):
             if x.kind == K.RETURN_STMT:
                 ch = list(x.get_children())
                 if ch:
-                    refs |= self.sources(ch[0], ctx)
+                    refs |= sources(self, ch[0], ctx)
                     v = self.strip(ch[0])
                     if v.kind == K.DECL_REF_EXPR and v.referenced is not None and v.referenced.kind == K.VAR_DECL:
                         r = v.referenced
@@ -535,7 +536,7 @@ class Walk(UnitContext):
             self.selector(c, args, ctx, parents)
         elif q == self.conv.has_port:
             self.res.seen.add((loc.path, loc.line, "has_port_call"))
-            refs = self.sources(args[0], ctx) if args else frozenset()
+            refs = sources(self, args[0], ctx) if args else frozenset()
             ctx.info.has_port_args = ctx.info.has_port_args + (refs,)
         elif q in self.conv.backend_queries:
             self.res.seen.add((loc.path, loc.line, "backend_query"))
@@ -551,7 +552,7 @@ class Walk(UnitContext):
         rr = self.ref_target(ref.result_type) if ref.kind != K.CONSTRUCTOR else None
         if rr:
             member_call, bound_to, bound_then = self._result_use(c, parents, ctx)
-        argrefs = tuple(self.sources(a, ctx, shallow=True) for a in args) if ref.kind != K.CONSTRUCTOR else ()
+        argrefs = tuple(sources(self, a, ctx, shallow=True) for a in args) if ref.kind != K.CONSTRUCTOR else ()
         if ref.kind == K.CONSTRUCTOR:
             parent = ref.semantic_parent
             if parent is not None and not self.qname(parent).startswith(("std::", "__gnu_cxx::")):
@@ -679,7 +680,7 @@ class Walk(UnitContext):
             s = self.strip(a)
             return c_string_value(self.text(s)) if s.kind == K.STRING_LITERAL else None
 
-        table_refs = self.sources(args[2], ctx) if len(args) > 2 else frozenset()
+        table_refs = sources(self, args[2], ctx) if len(args) > 2 else frozenset()
         fact = SelectorCall(
             loc=loc,
             configurations=frozenset({self.job.configuration}),
@@ -697,96 +698,11 @@ class Walk(UnitContext):
         self.res.seen.add((loc.path, loc.line, "selector_call"))
         ctx.info.selects = True
 
-    def sources(self, e, ctx, depth=0, shallow=False) -> frozenset:
-        """Where a value comes from, as refs the index can resolve across TUs.
-
-        ('selector', loc) a select_kernel_port result; ('table', name, usr) a
-        port-table function's result; ('call', usr, qname, spelling) another
-        function's result; ('param', index) the enclosing function's parameter;
-        ('const', enumerator); ('query', qname); ('accessor', usr, spelling);
-        ('unknown', text).
-        """
-        K = self.K
-        if e is None or depth > 6:
-            return frozenset({("unknown", "")})
-        s = self.strip(e)
-        k = s.kind
-        if k == K.CONDITIONAL_OPERATOR:
-            ch = list(s.get_children())
-            return self.sources(ch[1], ctx, depth + 1, shallow) | self.sources(ch[2], ctx, depth + 1, shallow)
-        if k == K.CALL_EXPR:
-            ref, _ = self.callee(s)
-            if ref is None:
-                return frozenset({("unknown", self.text(s)[:80])})
-            q = self.qname(ref)
-            if q == self.conv.selector:
-                return frozenset({("selector", str(self.loc(s)))})
-            if q in self.conv.backend_queries:
-                return frozenset({("query", q)})
-            rr = self.ref_target(ref.result_type)
-            if rr is not None and self.table_type and rr == self.table_type:
-                return frozenset({("table", ref.spelling, ref.get_usr())})
-            if ref.kind == K.CXX_METHOD and s.spelling in ("get", "operator*"):
-                ch = list(s.get_children())
-                inner = list(ch[0].get_children()) if ch and ch[0].kind == K.MEMBER_REF_EXPR else []
-                if inner:
-                    innr = self.strip(inner[0])
-                    if innr.kind == K.CALL_EXPR and innr.referenced is not None:
-                        return frozenset({("accessor", innr.referenced.get_usr(), self.callee_spelling(innr))})
-                    bound = self._bound_accessors(innr, ctx)
-                    if bound:
-                        return bound
-            tmpl = self.ci.conf.lib.clang_getSpecializedCursorTemplate(ref)
-            d = tmpl if tmpl is not None and not tmpl.kind.is_invalid() else ref
-            if rr is not None and self.kernel_type and rr == self.kernel_type:
-                return frozenset({("call", d.get_usr(), self.qname(d), self.callee_spelling(s))})
-            return frozenset({("call", d.get_usr(), self.qname(d), self.callee_spelling(s))})
-        if k == K.DECL_REF_EXPR:
-            r = s.referenced
-            if r is None:
-                return frozenset({("unknown", self.text(s))})
-            if r.kind == K.ENUM_CONSTANT_DECL:
-                return frozenset({("const", r.spelling)})
-            if r.kind == K.PARM_DECL:
-                idx = ctx.params.get(r.get_usr())
-                return frozenset({("param", idx if idx is not None else -1)})
-            if r.kind == K.TEMPLATE_NON_TYPE_PARAMETER:
-                return frozenset({("tparam", r.spelling)})
-            if r.kind == K.VAR_DECL:
-                u = r.get_usr()
-                init = ctx.locals.get(u)
-                if init is None or shallow and depth > 2:
-                    return frozenset({("unknown", self.text(s))})
-                out = self.sources(init, ctx, depth + 1, shallow)
-                for rhs in ctx.assigns.get(u, ()):
-                    out |= self.sources(rhs, ctx, depth + 1, shallow)
-                return out
-        return frozenset({("unknown", self.text(s)[:80])})
-
-    def _bound_accessors(self, o, ctx) -> frozenset:
-        """Accessor refs of a local reference or pointer every value of which is `acc()` or `&acc()` (else empty)."""
-        K = self.K
-        if o.kind != K.DECL_REF_EXPR or o.referenced is None or o.referenced.kind != K.VAR_DECL:
-            return frozenset()
-        u = o.referenced.get_usr()
-        values = ([ctx.locals[u]] if u in ctx.locals else []) + list(ctx.assigns.get(u, ()))
-        out = set()
-        for v in values:
-            v = self.strip(v)
-            if v.kind == K.UNARY_OPERATOR and self.ci.conf.lib.clang_getCursorUnaryOperatorKind(v) == ADDRESS_OF:
-                ch = list(v.get_children())
-                v = self.strip(ch[0]) if ch else v
-            if v.kind != K.CALL_EXPR or v.referenced is None or v.referenced.kind != K.FUNCTION_DECL \
-                    or self.ref_target(v.referenced.result_type) is None:
-                return frozenset()
-            out.add(("accessor", v.referenced.get_usr(), self.callee_spelling(v)))
-        return frozenset(out)
-
     def invocation(self, c, obj, args, ctx, parents):
         loc = self.loc(c)
         self.res.seen.add((loc.path, loc.line, "invocation"))
         ctx.info.invokes = True
-        kernel_refs = self.sources(obj, ctx)
+        kernel_refs = sources(self, obj, ctx)
         # template args and inputs are resolved once the whole unit is walked
         # (_finish_invocations): a launch in a header is usually defined before
         # the callers that pass its parameters
@@ -1850,7 +1766,7 @@ class Walk(UnitContext):
                 kinds |= self._value_kinds(value, wctx, seen)
             return kinds
         kinds = set()
-        for ref in self.sources(e, ctx, shallow=True):
+        for ref in sources(self, e, ctx, shallow=True):
             if ref[0] == "param" and isinstance(ref[1], int) and ref[1] >= 0:
                 kinds |= self._param_value_kinds(ctx, ref[1], seen)
             else:
