@@ -20,7 +20,6 @@ from kernel_ports.facts import (
     BackendTest,
     FactoryCall,
     InputArray,
-    Refusal,
     SelectorCall,
     TemplateArgEntry,
 )
@@ -38,11 +37,12 @@ from kernel_ports.frontend.clang.model import (
     TUResult,
     name_matches,
 )
-from kernel_ports.frontend.clang.context import Frame, UnitContext, c_string_value, same_cursor, strip_kinds
+from kernel_ports.frontend.clang.context import Extractor, Frame, UnitContext, c_string_value, same_cursor, strip_kinds
+from kernel_ports.frontend.clang.refusals import Refusals
 from kernel_ports.frontend.clang.seams import SeamCalls
 from kernel_ports.frontend.clang.values import sources
 from kernel_ports.frontend.clang.toolchain import ADDRESS_OF, BINOPS, UNOPS, skipped_ranges
-from kernel_ports.frontend.isolation import walk_isolated
+from kernel_ports.frontend.isolation import finish_isolated, walk_isolated
 
 
 _ARITHMETIC = {"BOOL", "CHAR_U", "UCHAR", "USHORT", "UINT", "ULONG", "ULONGLONG", "CHAR_S", "SCHAR", "SHORT", "INT",
@@ -68,9 +68,9 @@ _RANDOM_BITS = "mlx::core::random::bits"  # uint8/16/32 by its constant `width` 
 
 
 # the fact families, in the order their finish() runs
-EXTRACTORS = (SeamCalls,)
+EXTRACTORS = (Refusals, SeamCalls)
 # what the walk calls extractors with (the module docstring says when and with what)
-EVENTS = ("visit_function_decl", "visit_seam_call")
+EVENTS = ("visit_function_decl", "visit_seam_call", "leave_if_stmt")
 
 
 class Walk(UnitContext):
@@ -79,7 +79,6 @@ class Walk(UnitContext):
     def __init__(self, tu, job: ParseJob, res: TUResult):
         super().__init__(tu, job, res)
         self.enum_uses: list = []  # (cursor, parents, ctx) decl refs of backend-enum-typed params
-        self.ifs_with_throw: list = []  # (if cursor, ctx)
         self.sites: list = []  # ("call", callee usr | "use", decl usr, cursor, parents, ctx): data-flow sites
         self.query_decl_usrs: dict = {}  # usr of a backend-query declaration -> its qualified name
         self._pending_invocations: list = []  # (call, kernel object, args, ctx, loc, kernel refs)
@@ -152,8 +151,11 @@ class Walk(UnitContext):
                     res.skipped[rel] = rngs
         for c in tops:
             self.decl(c)
-        for phase in (self._finish_invocations, self._taint_and_tests, self._refusals):
+        for phase in (self._finish_invocations, self._taint_and_tests):
             walk_isolated(self, None, phase)
+        for ext in self.extractors:
+            if type(ext).finish is not Extractor.finish:
+                finish_isolated(self, ext.phase, ext.finish)
         res.functions = list(self.functions.values())
 
     def _instantiation(self, c) -> bool:
@@ -381,8 +383,8 @@ class Walk(UnitContext):
                     self.stmt(s, ctx, parents + [c])
                     if g is not None:
                         ctx.guards.pop()
-                if self.has_throw(ch[1]):
-                    self.ifs_with_throw.append((c, ctx, cond))
+                for leave in self.on["leave_if_stmt"]:
+                    leave(c, ctx, cond, ch[1])
                 return
         if k.is_expression():
             self.expr(c, ctx, parents)
@@ -1566,8 +1568,8 @@ class Walk(UnitContext):
                 elif kind == "return" and ctx.slot is None and ctx.info.usr not in tainted_fns:
                     tainted_fns[ctx.info.usr] = org[0]
                     changed = True
-        self._tainted = tainted
-        self._tainted_fns = tainted_fns
+        self.tainted = tainted
+        self.tainted_fns = tainted_fns
         for site in self.sites:
             org = origin(site)
             if org is None:
@@ -1772,39 +1774,6 @@ class Walk(UnitContext):
             else:
                 kinds.add(ref[0])
         return kinds
-
-    def _refusals(self):
-        K = self.K
-        tested_names = set(self.conv.backend_queries) | {self.conv.has_port}
-        preds = set(self.conv.predicates)
-        for ifc, ctx, cond in self.ifs_with_throw:
-            tested = set()
-            stack = [cond]
-            seen_vars = set()
-            while stack:
-                x = stack.pop()
-                if x.kind == K.CALL_EXPR:
-                    ref, _ = self.callee(x)
-                    if ref is not None:
-                        q = self.qname(ref)
-                        if q in tested_names or any(name_matches(q, p) for p in preds) or ref.spelling.endswith("_available") \
-                                or ref.get_usr() in getattr(self, "_tainted_fns", {}):
-                            tested.add(q)
-                elif x.kind == K.DECL_REF_EXPR and x.referenced is not None:
-                    u = x.referenced.get_usr()
-                    if u in getattr(self, "_tainted", {}):
-                        tested.add(self._tainted[u][0])
-                    init = ctx.locals.get(u)
-                    if init is not None and u not in seen_vars:
-                        seen_vars.add(u)
-                        stack.append(init)
-                stack.extend(x.get_children())
-            if not tested:
-                continue
-            self.res.refusals.append(Refusal(
-                loc=self.loc(ifc), configurations=frozenset({self.job.configuration}), test_text=self.text(cond)[:200],
-                tested=tuple(sorted(tested)), enclosing_function=ctx.info.qualified_name, enclosing_usr=ctx.info.usr,
-                in_macro=self.in_macro(ifc) is not None))
 
     def _predicates(self):
         preds = self.conv.predicates
