@@ -30,14 +30,13 @@ from kernel_ports.frontend.clang.model import (
     ParseJob,
     RawHolderAccess,
     RawInvocation,
-    RawPredicate,
     RawSelector,
     RawSlot,
     RawTable,
     TUResult,
-    name_matches,
 )
 from kernel_ports.frontend.clang.context import Extractor, Frame, UnitContext, c_string_value, same_cursor, strip_kinds
+from kernel_ports.frontend.clang.predicates import Predicates
 from kernel_ports.frontend.clang.refusals import Refusals
 from kernel_ports.frontend.clang.seams import SeamCalls
 from kernel_ports.frontend.clang.values import sources
@@ -68,9 +67,9 @@ _RANDOM_BITS = "mlx::core::random::bits"  # uint8/16/32 by its constant `width` 
 
 
 # the fact families, in the order their finish() runs
-EXTRACTORS = (Refusals, SeamCalls)
+EXTRACTORS = (Predicates, Refusals, SeamCalls)
 # what the walk calls extractors with (the module docstring says when and with what)
-EVENTS = ("visit_function_decl", "visit_seam_call", "leave_if_stmt")
+EVENTS = ("visit_function_decl", "visit_seam_call", "leave_if_stmt", "visit_has_port_call", "visit_call")
 
 
 class Walk(UnitContext):
@@ -497,30 +496,7 @@ class Walk(UnitContext):
         ref, targs = self.callee(c)
         ch = list(c.get_children())
         loc = self.loc(c)
-        # ---- invocation: operator() on a CustomKernelFunction object
-        if c.spelling == "operator()" and ch:
-            obj = ch[0]
-            if self.kernel_type and re.sub(r"^const ", "", self.canonical(obj.type)) == self.kernel_type:
-                args = [x for x in ch[1:] if not (x.kind in (K.DECL_REF_EXPR, K.UNEXPOSED_EXPR) and x.spelling == "operator()")]
-                self.invocation(c, obj, args, ctx, parents)
-                return
-        if ref is not None and ref.kind in (K.VAR_DECL, K.PARM_DECL, K.FIELD_DECL) and self.kernel_type and \
-                re.sub(r"^const ", "", self.ref_target(ref.type) or self.canonical(ref.type)) == self.kernel_type:
-            # a kernel object called without a typed operator(): Clang could not
-            # type the launch's arguments (a missing declaration), so the call is
-            # a recovery expression that names the kernel variable
-            self.res.untyped.append((loc.path, loc.line, loc.column, "invocation", ref.spelling,
-                                     "Clang could not type this kernel launch (an argument did not compile), so its "
-                                     "template args and inputs cannot be judged"))
-            return
-        if ref is None:
-            # an untyped (recovery) call: name it if it is one of ours
-            name = c.spelling or (self.text(ch[0]).split("(")[0].split("::")[-1].strip() if ch else "")
-            kind = self._target_kind_by_name(name)
-            if kind is None and len(ch) == 10 and ch and self.kernel_type:
-                kind = "invocation"
-            if kind is not None:
-                self.res.untyped.append((loc.path, loc.line, loc.column, kind, name, "Clang could not resolve or type this call"))
+        if self._launch_or_unresolved(c, ref, ch, ctx, parents, loc):
             return
         tmpl = self.ci.conf.lib.clang_getSpecializedCursorTemplate(ref)
         decl = tmpl if tmpl is not None and not tmpl.kind.is_invalid() and tmpl.kind in (K.FUNCTION_TEMPLATE,) else ref
@@ -537,18 +513,50 @@ class Walk(UnitContext):
         if q == self.conv.selector:
             self.selector(c, args, ctx, parents)
         elif q == self.conv.has_port:
-            self.res.seen.add((loc.path, loc.line, "has_port_call"))
-            refs = sources(self, args[0], ctx) if args else frozenset()
-            ctx.info.has_port_args = ctx.info.has_port_args + (refs,)
+            for visit in self.on["visit_has_port_call"]:
+                visit(c, args, ctx, loc)
         elif q in self.conv.backend_queries:
             self.res.seen.add((loc.path, loc.line, "backend_query"))
             self.query_decl_usrs[usr] = q
             ctx.info.backend_queries = tuple(sorted(set(ctx.info.backend_queries) | {q}))
-        if decl.spelling == "default_device":
-            ctx.info.calls_default_device = True
         if decl.spelling in self.seam_set:
             for visit in self.on["visit_seam_call"]:
                 visit(c, decl, ctx, parents)
+        self._call_edge(c, ref, decl, q, usr, targs, args, ctx, parents, loc)
+
+    def _launch_or_unresolved(self, c, ref, ch, ctx, parents, loc) -> bool:
+        """A kernel launch, or a call Clang could not resolve or type (recorded when it is one of ours): no call edge."""
+        K = self.K
+        # ---- invocation: operator() on a CustomKernelFunction object
+        if c.spelling == "operator()" and ch:
+            obj = ch[0]
+            if self.kernel_type and re.sub(r"^const ", "", self.canonical(obj.type)) == self.kernel_type:
+                args = [x for x in ch[1:] if not (x.kind in (K.DECL_REF_EXPR, K.UNEXPOSED_EXPR) and x.spelling == "operator()")]
+                self.invocation(c, obj, args, ctx, parents)
+                return True
+        if ref is not None and ref.kind in (K.VAR_DECL, K.PARM_DECL, K.FIELD_DECL) and self.kernel_type and \
+                re.sub(r"^const ", "", self.ref_target(ref.type) or self.canonical(ref.type)) == self.kernel_type:
+            # a kernel object called without a typed operator(): Clang could not
+            # type the launch's arguments (a missing declaration), so the call is
+            # a recovery expression that names the kernel variable
+            self.res.untyped.append((loc.path, loc.line, loc.column, "invocation", ref.spelling,
+                                     "Clang could not type this kernel launch (an argument did not compile), so its "
+                                     "template args and inputs cannot be judged"))
+            return True
+        if ref is None:
+            # an untyped (recovery) call: name it if it is one of ours
+            name = c.spelling or (self.text(ch[0]).split("(")[0].split("::")[-1].strip() if ch else "")
+            kind = self._target_kind_by_name(name)
+            if kind is None and len(ch) == 10 and ch and self.kernel_type:
+                kind = "invocation"
+            if kind is not None:
+                self.res.untyped.append((loc.path, loc.line, loc.column, kind, name, "Clang could not resolve or type this call"))
+            return True
+        return False
+
+    def _call_edge(self, c, ref, decl, q, usr, targs, args, ctx, parents, loc):
+        """The call edge of a resolved call, its callers entry, and the visit_call event."""
+        K = self.K
         # ---- a call edge
         member_call, bound_to, bound_then = None, None, ()
         rr = self.ref_target(ref.result_type) if ref.kind != K.CONSTRUCTOR else None
@@ -578,8 +586,8 @@ class Walk(UnitContext):
                 accessor=spelling, accessor_usr=usr, method=member_call or (bound_then[0] if bound_then else None),
                 loc=loc, in_table_slot=ctx.slot is not None, enclosing_function=ctx.info.qualified_name,
                 enclosing_usr=ctx.info.usr, in_macro=self.in_macro(c) is not None))
-        # static/global holder variables of a record type constructed here
-        return
+        for visit in self.on["visit_call"]:
+            visit(c, ref, decl, edge, ctx, parents)
 
     def _result_use(self, c, parents, ctx):
         """What happens to a call's reference result: `.m()` on it, or bound to a local."""
@@ -1610,7 +1618,7 @@ class Walk(UnitContext):
             extra = {tainted_fns[e.callee_usr] for e in info.calls if e.callee_usr in tainted_fns}
             if extra:
                 info.backend_queries = tuple(sorted(set(info.backend_queries) | extra))
-        self._predicates()
+        self.query_wrappers_known = True
 
     def _sink(self, c, parents, ctx):
         """Where a value flows: ('var'|'field'|'param', usr) or ('return', None)."""
@@ -1774,24 +1782,6 @@ class Walk(UnitContext):
             else:
                 kinds.add(ref[0])
         return kinds
-
-    def _predicates(self):
-        preds = self.conv.predicates
-        for info in self.functions.values():
-            named = any(name_matches(info.qualified_name, p) for p in preds)
-            if not named and not info.has_port_args:
-                continue
-            if info.usr.endswith(("#init", "#var")):
-                continue
-            self.res.predicates.append(RawPredicate(
-                fact_args=dict(
-                    loc=info.loc, configurations=frozenset({self.job.configuration}), name=info.name,
-                    qualified_name=info.qualified_name, usr=info.usr,
-                    has_port_calls=len(info.has_port_args), backend_queries=tuple(info.backend_queries),
-                    returns_bool=info.returns_bool,
-                    calls=tuple(sorted({e.callee for e in info.calls})),
-                    default_device_check=info.calls_default_device),
-                table_refs=tuple(info.has_port_args)))
 
 
 def _replace(entry, **kw):
