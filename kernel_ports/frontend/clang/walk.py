@@ -17,7 +17,6 @@ import re
 from typing import Optional
 
 from kernel_ports.facts import (
-    BackendTest,
     FactoryCall,
     InputArray,
     SelectorCall,
@@ -35,12 +34,13 @@ from kernel_ports.frontend.clang.model import (
     RawTable,
     TUResult,
 )
+from kernel_ports.frontend.clang.backend_tests import BackendTests
 from kernel_ports.frontend.clang.context import Extractor, Frame, UnitContext, c_string_value, same_cursor, strip_kinds
 from kernel_ports.frontend.clang.predicates import Predicates
 from kernel_ports.frontend.clang.refusals import Refusals
 from kernel_ports.frontend.clang.seams import SeamCalls
 from kernel_ports.frontend.clang.values import sources
-from kernel_ports.frontend.clang.toolchain import ADDRESS_OF, BINOPS, UNOPS, skipped_ranges
+from kernel_ports.frontend.clang.toolchain import ADDRESS_OF, BINOPS, skipped_ranges
 from kernel_ports.frontend.isolation import finish_isolated, walk_isolated
 
 
@@ -67,9 +67,10 @@ _RANDOM_BITS = "mlx::core::random::bits"  # uint8/16/32 by its constant `width` 
 
 
 # the fact families, in the order their finish() runs
-EXTRACTORS = (Predicates, Refusals, SeamCalls)
+EXTRACTORS = (BackendTests, Predicates, Refusals, SeamCalls)
 # what the walk calls extractors with (the module docstring says when and with what)
-EVENTS = ("visit_function_decl", "visit_seam_call", "leave_if_stmt", "visit_has_port_call", "visit_call")
+EVENTS = ("visit_function_decl", "visit_seam_call", "leave_if_stmt", "visit_has_port_call", "visit_call", "visit_value_use",
+          "visit_backend_query_call")
 
 
 class Walk(UnitContext):
@@ -77,9 +78,6 @@ class Walk(UnitContext):
 
     def __init__(self, tu, job: ParseJob, res: TUResult):
         super().__init__(tu, job, res)
-        self.enum_uses: list = []  # (cursor, parents, ctx) decl refs of backend-enum-typed params
-        self.sites: list = []  # ("call", callee usr | "use", decl usr, cursor, parents, ctx): data-flow sites
-        self.query_decl_usrs: dict = {}  # usr of a backend-query declaration -> its qualified name
         self._pending_invocations: list = []  # (call, kernel object, args, ctx, loc, kernel refs)
         self.extractors = tuple(cls(self) for cls in EXTRACTORS)
         handlers: dict = {}
@@ -150,8 +148,7 @@ class Walk(UnitContext):
                     res.skipped[rel] = rngs
         for c in tops:
             self.decl(c)
-        for phase in (self._finish_invocations, self._taint_and_tests):
-            walk_isolated(self, None, phase)
+        walk_isolated(self, None, self._finish_invocations)
         for ext in self.extractors:
             if type(ext).finish is not Extractor.finish:
                 finish_isolated(self, ext.phase, ext.finish)
@@ -472,13 +469,9 @@ class Walk(UnitContext):
             return
         K = self.K
         rk = r.kind
-        if rk in (K.VAR_DECL, K.PARM_DECL, K.FIELD_DECL):
-            self.sites.append(("use", r.get_usr(), c, parents, ctx))
-            if self.backend_enum and rk == K.PARM_DECL and self.canonical(c.type) == self.backend_enum:
-                self.enum_uses.append((c, parents, ctx))
-        elif rk == K.TEMPLATE_NON_TYPE_PARAMETER:
-            if self.backend_enum and self.canonical(r.type) == self.backend_enum:
-                self.enum_uses.append((c, parents, ctx))
+        if rk in (K.VAR_DECL, K.PARM_DECL, K.FIELD_DECL, K.TEMPLATE_NON_TYPE_PARAMETER):
+            for visit in self.on["visit_value_use"]:
+                visit(c, r, rk, ctx, parents)
         elif rk in (K.FUNCTION_DECL, K.CXX_METHOD, K.FUNCTION_TEMPLATE):
             # a function used as a value (function pointer, std::function target)
             if parents and parents[-1].kind == K.CALL_EXPR and parents[-1].referenced is not None and parents[-1].referenced == r:
@@ -516,9 +509,8 @@ class Walk(UnitContext):
             for visit in self.on["visit_has_port_call"]:
                 visit(c, args, ctx, loc)
         elif q in self.conv.backend_queries:
-            self.res.seen.add((loc.path, loc.line, "backend_query"))
-            self.query_decl_usrs[usr] = q
-            ctx.info.backend_queries = tuple(sorted(set(ctx.info.backend_queries) | {q}))
+            for visit in self.on["visit_backend_query_call"]:
+                visit(c, q, usr, ctx, loc)
         if decl.spelling in self.seam_set:
             for visit in self.on["visit_seam_call"]:
                 visit(c, decl, ctx, parents)
@@ -578,7 +570,6 @@ class Walk(UnitContext):
         if len(args) == 9:
             self.res.seen.add((loc.path, loc.line, "call9"))  # a typed nine-argument call that is not a launch
         self.callers.setdefault(usr, []).append((ctx, c))
-        self.sites.append(("call", usr, c, parents, ctx))
         if rr and not q.startswith("std::") and q != self.conv.selector and ref.kind == K.FUNCTION_DECL \
                 and (member_call or bound_to or rr == self.kernel_type):
             self.res.holder_accesses.append(RawHolderAccess(
@@ -1532,256 +1523,6 @@ class Walk(UnitContext):
             factory_calls=[fc for fc, _ in info.factory_calls],
             getter_function_usr=fn_ref.get_usr() if fn_ref is not None else None,
         )
-
-    def _taint_and_tests(self):
-        """Which values derive from a backend query, and where such values are tested.
-
-        Sources are calls of a registry backend query.  A value flows into a
-        local, a member, a parameter (of a function called with it) or out of
-        a function through ``return`` (which makes that function a query
-        wrapper); iterate to a fixpoint over this translation unit.
-        """
-        K = self.K
-        tainted: dict = {}  # decl usr -> (query, via)
-        tainted_fns: dict = {}  # function usr -> query (returns a query-derived value)
-        for q_usr, q in self.query_decl_usrs.items():
-            tainted_fns[q_usr] = q
-        sink_cache: dict = {}
-
-        def origin(site):
-            kind, key = site[0], site[1]
-            if kind == "call":
-                q = tainted_fns.get(key)
-                if q is None:
-                    return None
-                return (q, "direct") if key in self.query_decl_usrs else (q, "function")
-            return tainted.get(key)
-
-        changed, rounds = True, 0
-        while changed and rounds < 8:
-            changed, rounds = False, rounds + 1
-            for site in self.sites:
-                org = origin(site)
-                if org is None:
-                    continue
-                _, _, c, parents, ctx = site
-                sk = sink_cache.get(id(site))
-                if sk is None:
-                    sk = self._sink(c, parents, ctx) or ("none", None)
-                    sink_cache[id(site)] = sk
-                kind, target = sk
-                if kind in ("var", "field", "param") and target and target not in tainted:
-                    tainted[target] = (org[0], {"var": "local", "field": "member", "param": "parameter"}[kind])
-                    changed = True
-                elif kind == "return" and ctx.slot is None and ctx.info.usr not in tainted_fns:
-                    tainted_fns[ctx.info.usr] = org[0]
-                    changed = True
-        self.tainted = tainted
-        self.tainted_fns = tainted_fns
-        for site in self.sites:
-            org = origin(site)
-            if org is None:
-                continue
-            _, _, c, parents, ctx = site
-            test = self._test_context(c, parents)
-            if test is None:
-                continue
-            op, compared, node = test
-            macro = self.in_macro(node)
-            self.res.backend_tests.append(BackendTest(
-                loc=self.loc(node), configurations=frozenset({self.job.configuration}), query=org[0], operator=op,
-                origin="runtime", via=org[1], compared_to=compared, text=self.text(node)[:200],
-                in_macro=macro is not None, macro=macro, enclosing_function=ctx.info.qualified_name,
-                enclosing_usr=ctx.info.usr))
-        # backend values that are not runtime tests: template parameters, and
-        # parameters that every caller in this TU gives a constant
-        for (c, parents, ctx) in self.enum_uses:
-            r = c.referenced
-            if r.get_usr() in tainted:
-                continue
-            test = self._test_context(c, parents)
-            if test is None:
-                continue
-            op, compared, node = test
-            if r.kind == K.TEMPLATE_NON_TYPE_PARAMETER:
-                org, via = "compile_time", "template_parameter"
-            else:
-                org, via = self._param_origin(ctx, r), "parameter"
-            macro = self.in_macro(node)
-            self.res.backend_tests.append(BackendTest(
-                loc=self.loc(node), configurations=frozenset({self.job.configuration}), query=None, operator=op,
-                origin=org, via=via, compared_to=compared, text=self.text(node)[:200],
-                in_macro=macro is not None, macro=macro, enclosing_function=ctx.info.qualified_name,
-                enclosing_usr=ctx.info.usr))
-        # predicates know the backend queries they reach through wrappers too
-        for info in self.functions.values():
-            extra = {tainted_fns[e.callee_usr] for e in info.calls if e.callee_usr in tainted_fns}
-            if extra:
-                info.backend_queries = tuple(sorted(set(info.backend_queries) | extra))
-        self.query_wrappers_known = True
-
-    def _sink(self, c, parents, ctx):
-        """Where a value flows: ('var'|'field'|'param', usr) or ('return', None)."""
-        K = self.K
-        par = list(parents)
-        node = c
-        while par and (par[-1].kind in strip_kinds() or par[-1].kind == K.CONDITIONAL_OPERATOR and list(par[-1].get_children())[0] != node):
-            node = par.pop()
-        if not par:
-            return None
-        p = par[-1]
-        if p.kind == K.VAR_DECL:
-            return "var", p.get_usr()
-        if p.kind == K.RETURN_STMT:
-            return "return", None
-        if p.kind == K.BINARY_OPERATOR:
-            op = BINOPS.get(self.ci.conf.lib.clang_getCursorBinaryOperatorKind(p))
-            ch = list(p.get_children())
-            if op == "=" and len(ch) == 2 and ch[1] == node:
-                lhs = self.strip(ch[0])
-                if lhs.referenced is not None:
-                    kind = "field" if lhs.referenced.kind == K.FIELD_DECL else "var"
-                    return kind, lhs.referenced.get_usr()
-        if p.kind == K.CALL_EXPR:
-            ref = p.referenced
-            ch = list(p.get_children())
-            if ref is not None and ref.kind in (K.FUNCTION_DECL, K.CXX_METHOD, K.CONSTRUCTOR):
-                args = ch[1:] if ref.kind != K.CONSTRUCTOR else ch
-                for i, a in enumerate(args):
-                    if a == node:
-                        d = ref.get_definition() or ref
-                        ps = [x for x in d.get_children() if x.kind == K.PARM_DECL]
-                        if i < len(ps):
-                            return "param", ps[i].get_usr()
-        if p.kind == K.MEMBER_REF and len(par) >= 1:
-            return "field", p.referenced.get_usr() if p.referenced is not None else None
-        # a default member initialiser: `GpuKernelBackend kind = gpu_kernel_backend();`
-        if p.kind == K.FIELD_DECL:
-            return "field", p.get_usr()
-        # a constructor member initialiser `: kind(gpu_kernel_backend())`: the
-        # MEMBER_REF naming the member precedes the value among the constructor's children
-        if p.kind == K.CONSTRUCTOR:
-            prev = None
-            for ch in p.get_children():
-                if ch == node:
-                    if prev is not None and prev.kind == K.MEMBER_REF and prev.referenced is not None:
-                        return "field", prev.referenced.get_usr()
-                    return None
-                prev = ch
-        return None
-
-    def _test_context(self, c, parents):
-        """(operator, compared enumerators, node) when a value is tested."""
-        K = self.K
-        lib = self.ci.conf.lib
-        par = list(parents)
-        node = c
-        while par and par[-1].kind in strip_kinds():
-            node = par.pop()
-        if not par:
-            return None
-        p = par[-1]
-        if p.kind == K.BINARY_OPERATOR:
-            op = BINOPS.get(lib.clang_getCursorBinaryOperatorKind(p))
-            if op in ("==", "!="):
-                other = [x for x in p.get_children() if x != node]
-                comp = tuple(v for v in (self.enum_const(o) for o in other) if v)
-                if not comp:
-                    comp = tuple(self.text(o).strip() for o in other)
-                return op, comp, p
-            if op in ("&&", "||"):
-                return op, (), p
-            return None
-        if p.kind == K.CALL_EXPR and p.spelling in ("operator==", "operator!="):
-            other = [x for x in p.get_children() if x != node and x.spelling not in ("operator==", "operator!=")]
-            return p.spelling[8:], tuple(self.text(o) for o in other), p
-        if p.kind == K.UNARY_OPERATOR:
-            if UNOPS.get(lib.clang_getCursorUnaryOperatorKind(p)) == "!":
-                return "!", (), p
-            return None
-        if p.kind == K.SWITCH_STMT:
-            ch = list(p.get_children())
-            if ch and ch[0] == node:
-                labels = []
-                for x in p.walk_preorder():
-                    if x.kind == K.CASE_STMT:
-                        v = self.enum_const(next(iter(x.get_children())))
-                        if v:
-                            labels.append(v)
-                return "switch", tuple(labels), p
-            return None
-        if p.kind == K.CONDITIONAL_OPERATOR:
-            ch = list(p.get_children())
-            if ch and ch[0] == node:
-                return "ternary", (), p
-            return None
-        if p.kind in (K.IF_STMT, K.WHILE_STMT, K.DO_STMT, K.FOR_STMT):
-            ch = list(p.get_children())
-            if ch and ch[0] == node:
-                return "condition", (), p
-            return None
-        if p.kind == K.VAR_DECL:
-            if self.canonical(p.type) in ("bool", "const bool"):
-                return "bool-local", (), p
-            return None
-        return None
-
-    def _param_origin(self, ctx, parm) -> str:
-        """compile_time when every call in this TU passes a constant (or a template parameter).
-
-        An argument that is a member (a holder's ``backend`` field read inside
-        its ``get()``) is followed to every value this TU writes into the
-        member (constructor initialisers, default initialisers, assignments),
-        and a parameter of the caller to that caller's own callers, so a holder
-        constructed with the accessor's template parameter is compile-time.
-        """
-        kinds = self._param_value_kinds(ctx, ctx.params.get(parm.get_usr()), set())
-        if "query" in kinds:
-            return "runtime"
-        if kinds and kinds <= {"const", "tparam"}:
-            return "compile_time"
-        return "unknown"
-
-    def _param_value_kinds(self, ctx, idx, seen) -> set:
-        """Kinds of value (const, tparam, query, unknown ...) every caller in this TU passes as parameter idx."""
-        key = (ctx.info.usr, idx)
-        if key in seen:
-            return set()  # a cycle adds nothing new
-        seen.add(key)
-        callers = self.callers.get(ctx.info.usr, [])
-        if idx is None or not callers or len(seen) > 12:
-            return {"unknown"}
-        kinds = set()
-        for cctx, call in callers:
-            args = self.call_args(call)
-            if idx >= len(args):
-                kinds.add("unknown")
-                continue
-            kinds |= self._value_kinds(args[idx], cctx, seen)
-        return kinds
-
-    def _value_kinds(self, e, ctx, seen) -> set:
-        K = self.K
-        s = self.strip(e)
-        if s.kind == K.MEMBER_REF_EXPR and s.referenced is not None and s.referenced.kind == K.FIELD_DECL:
-            fkey = ("field", s.referenced.get_usr())
-            if fkey in seen:
-                return set()
-            seen.add(fkey)
-            writes = self.field_writes.get(s.referenced.get_usr())
-            if not writes:
-                return {"unknown"}
-            kinds = set()
-            for value, wctx in writes:
-                kinds |= self._value_kinds(value, wctx, seen)
-            return kinds
-        kinds = set()
-        for ref in sources(self, e, ctx, shallow=True):
-            if ref[0] == "param" and isinstance(ref[1], int) and ref[1] >= 0:
-                kinds |= self._param_value_kinds(ctx, ref[1], seen)
-            else:
-                kinds.add(ref[0])
-        return kinds
 
 
 def _replace(entry, **kw):
