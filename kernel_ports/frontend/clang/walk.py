@@ -27,11 +27,8 @@ from kernel_ports.frontend.clang.model import (
     FunctionInfo,
     Guard,
     ParseJob,
-    RawHolderAccess,
     RawInvocation,
     RawSelector,
-    RawSlot,
-    RawTable,
     TUResult,
 )
 from kernel_ports.frontend.clang.backend_tests import BackendTests
@@ -39,6 +36,7 @@ from kernel_ports.frontend.clang.context import Extractor, Frame, UnitContext, c
 from kernel_ports.frontend.clang.predicates import Predicates
 from kernel_ports.frontend.clang.refusals import Refusals
 from kernel_ports.frontend.clang.seams import SeamCalls
+from kernel_ports.frontend.clang.tables import PortTables
 from kernel_ports.frontend.clang.values import sources
 from kernel_ports.frontend.clang.toolchain import ADDRESS_OF, BINOPS, skipped_ranges
 from kernel_ports.frontend.isolation import finish_isolated, walk_isolated
@@ -67,10 +65,10 @@ _RANDOM_BITS = "mlx::core::random::bits"  # uint8/16/32 by its constant `width` 
 
 
 # the fact families, in the order their finish() runs
-EXTRACTORS = (BackendTests, Predicates, Refusals, SeamCalls)
+EXTRACTORS = (BackendTests, Predicates, Refusals, PortTables, SeamCalls)
 # what the walk calls extractors with (the module docstring says when and with what)
 EVENTS = ("visit_function_decl", "visit_seam_call", "leave_if_stmt", "visit_has_port_call", "visit_call", "visit_value_use",
-          "visit_backend_query_call")
+          "visit_backend_query_call", "visit_function")
 
 
 class Walk(UnitContext):
@@ -270,8 +268,8 @@ class Walk(UnitContext):
                     member = None
                     self.expr(ch, ctx, [c])
         self.prescan(body, ctx)
-        if c.kind in (K.FUNCTION_DECL, K.CXX_METHOD, K.FUNCTION_TEMPLATE):
-            self._table(c, ctx, body)
+        for visit in self.on["visit_function"]:
+            visit(c, ctx, body)
         self.stmt(body, ctx, [c])
         self._returns(body, ctx)
 
@@ -570,13 +568,6 @@ class Walk(UnitContext):
         if len(args) == 9:
             self.res.seen.add((loc.path, loc.line, "call9"))  # a typed nine-argument call that is not a launch
         self.callers.setdefault(usr, []).append((ctx, c))
-        if rr and not q.startswith("std::") and q != self.conv.selector and ref.kind == K.FUNCTION_DECL \
-                and (member_call or bound_to or rr == self.kernel_type):
-            self.res.holder_accesses.append(RawHolderAccess(
-                kind="accessor_get" if member_call else ("bound_ref_get" if bound_to else "accessor_call"),
-                accessor=spelling, accessor_usr=usr, method=member_call or (bound_then[0] if bound_then else None),
-                loc=loc, in_table_slot=ctx.slot is not None, enclosing_function=ctx.info.qualified_name,
-                enclosing_usr=ctx.info.usr, in_macro=self.in_macro(c) is not None))
         for visit in self.on["visit_call"]:
             visit(c, ref, decl, edge, ctx, parents)
 
@@ -1427,102 +1418,6 @@ class Walk(UnitContext):
         if s.kind in (K.INTEGER_LITERAL, K.FLOATING_LITERAL):
             return True, None, "scalar"
         return None, None, ""
-
-    def _table(self, fn, ctx, body):
-        """A function returning ``const KernelPorts&`` built from a static table variable."""
-        K = self.K
-        ref = ctx.info.returns_ref
-        if not ref or not self.table_type or ref != self.table_type:
-            return
-        for x in body.walk_preorder():
-            if x.kind != K.VAR_DECL:
-                continue
-            if re.sub(r"^const ", "", self.canonical(x.type)) != self.table_type:
-                continue
-            init = self.var_init(x)
-            if init is None:
-                continue
-            s = self.strip(init)
-            if s.kind != K.INIT_LIST_EXPR:
-                continue
-            slots = {b: None for b in self.conv.backends}
-            any_wave = False
-            for pos, item in enumerate(s.get_children()):
-                fieldname, value = self._designated(item, pos)
-                if fieldname is None:
-                    continue
-                if fieldname == "rocm_any_wave_size":
-                    v = self.strip(value)
-                    any_wave = v.kind == K.CXX_BOOL_LITERAL_EXPR and self.text(v).strip() == "true"
-                    continue
-                if fieldname in slots:
-                    slots[fieldname] = self._slot(fieldname, value, ctx)
-            loc = self.loc(x)
-            self.res.seen.add((loc.path, loc.line, "port_table"))
-            self.res.tables.append(RawTable(name=fn.spelling, qualified_name=ctx.info.qualified_name, usr=ctx.info.usr,
-                                            loc=self.loc(fn), variable=x.spelling, slots=slots, rocm_any_wave_size=any_wave))
-
-    def _designated(self, item, pos):
-        K = self.K
-        ch = list(item.get_children())
-        if item.kind == K.UNEXPOSED_EXPR and len(ch) == 2 and ch[0].kind == K.MEMBER_REF:
-            return ch[0].spelling, ch[1]
-        # positional initialisation: field order of KernelPorts (metal, cuda, rocm, rocm_any_wave_size)
-        order = list(self.conv.backends) + ["rocm_any_wave_size"]
-        if pos < len(order):
-            return order[pos], item
-        return None, None
-
-    def _slot(self, backend, value, tctx) -> Optional[RawSlot]:
-        K = self.K
-        s = self.strip(value)
-        if s.kind in (K.CXX_NULL_PTR_LITERAL_EXPR, K.GNU_NULL_EXPR, K.INTEGER_LITERAL):
-            return None
-        loc = self.loc(value)
-        slot_id = f"{loc}#{backend}"
-        lam = None
-        fn_ref = None
-        for x in value.walk_preorder():
-            if x.kind == K.LAMBDA_EXPR:
-                lam = x
-                break
-            if x.kind == K.DECL_REF_EXPR and x.referenced is not None and x.referenced.kind == K.FUNCTION_DECL:
-                fn_ref = x.referenced
-                break
-        info = FunctionInfo(usr=slot_id, name=f"{tctx.info.name}.{backend}", qualified_name=f"{tctx.info.qualified_name}.{backend}", loc=loc)
-        sctx = Frame(info, lam)
-        sctx.slot = slot_id
-        sctx.params = {}
-        if lam is not None:
-            self.slot_lambdas.add(lam.hash)
-            body = next((ch for ch in lam.get_children() if ch.kind == K.COMPOUND_STMT), None)
-            if body is not None:
-                self.prescan(body, sctx)
-                self.stmt(body, sctx, [lam])
-        elif fn_ref is not None:
-            d = fn_ref.get_definition() or fn_ref
-            info.calls.append(CallEdge(d.get_usr(), self.qname(d), fn_ref.spelling, loc, (), (), ()))
-        # the accessor: the call whose result the getter takes `.get()` of, or a
-        # free function returning the kernel itself
-        acc = next((e for e in info.calls if e.member_call and e.returns_ref), None)
-        if acc is None:
-            acc = next((e for e in info.calls if e.returns_ref and not e.is_method), None)
-        if acc is None and info.calls:
-            acc = next((e for e in info.calls if not e.is_method), info.calls[0])
-        return RawSlot(
-            backend=backend,
-            text=self.text(value),
-            loc=loc,
-            slot_id=slot_id,
-            accessor=acc.spelling if acc else None,
-            accessor_usr=acc.callee_usr if acc else None,
-            accessor_function=acc.callee if acc else None,
-            accessor_targs=acc.targs if acc else (),
-            holder_type=acc.returns_ref if acc else None,
-            edges=list(info.calls),
-            factory_calls=[fc for fc, _ in info.factory_calls],
-            getter_function_usr=fn_ref.get_usr() if fn_ref is not None else None,
-        )
 
 
 def _replace(entry, **kw):
