@@ -17,9 +17,7 @@ import re
 from typing import Optional
 
 from kernel_ports.facts import (
-    FactoryCall,
     InputArray,
-    SelectorCall,
     TemplateArgEntry,
 )
 from kernel_ports.frontend.clang.model import (
@@ -28,12 +26,13 @@ from kernel_ports.frontend.clang.model import (
     Guard,
     ParseJob,
     RawInvocation,
-    RawSelector,
     TUResult,
 )
 from kernel_ports.frontend.clang.backend_tests import BackendTests
 from kernel_ports.frontend.clang.context import Extractor, Frame, UnitContext, c_string_value, same_cursor, strip_kinds
+from kernel_ports.frontend.clang.factories import FactoryCalls
 from kernel_ports.frontend.clang.predicates import Predicates
+from kernel_ports.frontend.clang.selectors import SelectorCalls
 from kernel_ports.frontend.clang.refusals import Refusals
 from kernel_ports.frontend.clang.seams import SeamCalls
 from kernel_ports.frontend.clang.tables import PortTables
@@ -65,10 +64,11 @@ _RANDOM_BITS = "mlx::core::random::bits"  # uint8/16/32 by its constant `width` 
 
 
 # the fact families, in the order their finish() runs
-EXTRACTORS = (BackendTests, Predicates, Refusals, PortTables, SeamCalls)
+EXTRACTORS = (BackendTests, Predicates, Refusals, PortTables, FactoryCalls, SelectorCalls, SeamCalls)
 # what the walk calls extractors with (the module docstring says when and with what)
 EVENTS = ("visit_function_decl", "visit_seam_call", "leave_if_stmt", "visit_has_port_call", "visit_call", "visit_value_use",
-          "visit_backend_query_call", "visit_function")
+          "visit_backend_query_call", "visit_function",
+          "visit_factory_call", "visit_selector_call")
 
 
 class Walk(UnitContext):
@@ -499,10 +499,12 @@ class Walk(UnitContext):
         # ---- the registry's special functions
         backend = next((b for f, b in self.conv.factories if f == q), None)
         if backend is not None:
-            self.factory_call(c, ref, backend, q, args, ctx, parents)
+            for visit in self.on["visit_factory_call"]:
+                visit(c, ref, backend, q, args, ctx, parents)
             return
         if q == self.conv.selector:
-            self.selector(c, args, ctx, parents)
+            for visit in self.on["visit_selector_call"]:
+                visit(c, args, ctx, parents)
         elif q == self.conv.has_port:
             for visit in self.on["visit_has_port_call"]:
                 visit(c, args, ctx, loc)
@@ -614,81 +616,6 @@ class Walk(UnitContext):
         if self.conv.has_port.split("::")[-1] == name:
             return "has_port_call"
         return None
-
-    def _string_arg(self, a):
-        """(literal text or None, constant names, text)."""
-        K = self.K
-        s = self.strip(a)
-        text = self.text(a)
-        consts = []
-        lit = None
-        if s.kind == K.STRING_LITERAL:
-            lit = c_string_value(self.text(s) or s.spelling)
-        stack = [s]
-        while stack:
-            x = stack.pop()
-            if x.kind == K.DECL_REF_EXPR and x.referenced is not None and x.referenced.kind == K.VAR_DECL:
-                consts.append(x.referenced.spelling)
-            stack.extend(x.get_children())
-        return lit, tuple(dict.fromkeys(consts)), text
-
-    def factory_call(self, c, ref, backend, q, args, ctx, parents):
-        loc = self.loc(c)
-        defaulted = lambda a: a.extent.start.line == 0 or (a.location.line == 0)
-        name_lit, _, name_text = self._string_arg(args[0]) if args else (None, (), "")
-        src_lit, src_consts, src_text = self._string_arg(args[3]) if len(args) > 3 else (None, (), "")
-        if len(args) > 4 and not defaulted(args[4]):
-            hdr_lit, hdr_consts, hdr_text = self._string_arg(args[4])
-        else:
-            hdr_lit, hdr_consts, hdr_text = None, (), ""
-        fc = FactoryCall(
-            loc=loc,
-            configurations=frozenset({self.job.configuration}),
-            backend=backend,
-            factory=q,
-            kernel_name=name_lit,
-            name_text=name_text,
-            source_constants=src_consts,
-            source_literal=src_lit,
-            source_text=src_text,
-            header_constants=hdr_consts,
-            header_literal=hdr_lit,
-            header_text=hdr_text,
-            enclosing_function=ctx.info.qualified_name,
-            enclosing_usr=ctx.info.usr,
-            in_table_slot=ctx.slot is not None,
-            in_macro=self.in_macro(c) is not None,
-        )
-        self.res.factory_calls.append(fc)
-        self.res.seen.add((loc.path, loc.line, "factory_call"))
-        ctx.info.factory_calls.append((fc, tuple(ctx.guards)))
-
-    def selector(self, c, args, ctx, parents):
-        loc = self.loc(c)
-        K = self.K
-        texts = [self.text(a) for a in args]
-
-        def lit(a):
-            s = self.strip(a)
-            return c_string_value(self.text(s)) if s.kind == K.STRING_LITERAL else None
-
-        table_refs = sources(self, args[2], ctx) if len(args) > 2 else frozenset()
-        fact = SelectorCall(
-            loc=loc,
-            configurations=frozenset({self.job.configuration}),
-            entry_point=lit(args[0]) if args else None,
-            fallback=lit(args[1]) if len(args) > 1 else None,
-            entry_point_text=texts[0] if texts else "",
-            fallback_text=texts[1] if len(texts) > 1 else "",
-            table_text=texts[2] if len(texts) > 2 else "",
-            tables=(),
-            enclosing_function=ctx.info.qualified_name,
-            enclosing_usr=ctx.info.usr,
-            in_macro=self.in_macro(c) is not None,
-        )
-        self.res.selectors.append(RawSelector(fact, table_refs))
-        self.res.seen.add((loc.path, loc.line, "selector_call"))
-        ctx.info.selects = True
 
     def invocation(self, c, obj, args, ctx, parents):
         loc = self.loc(c)
