@@ -20,9 +20,11 @@ from typing import Optional
 from kernel_ports.facts import Location
 from kernel_ports.frontend.clang.model import FunctionInfo, ParseJob, TUResult
 from kernel_ports.frontend.clang.prelude import prelude_api
-from kernel_ports.frontend.clang.toolchain import cindex
+from kernel_ports.frontend.clang.toolchain import ADDRESS_OF, cindex
 
 MLX_DTYPE = "mlx::core::Dtype"  # MLX API (SPEC §1), not an engine convention
+FIRST_ERRORS = 5  # Clang errors a result lists (facts: files[].first_errors)
+ERROR_LINES_KEPT = 200  # per file, for the summary's causes and the nearest error a KP902 names
 
 
 
@@ -106,6 +108,35 @@ class UnitContext:
         self.tainted: dict = {}  # decl usr -> (query, via): values derived from a backend query
         self.tainted_fns: dict = {}  # function usr -> query: functions returning such a value
         self.query_wrappers_known = False  # FunctionInfo.backend_queries include those reached through wrappers
+
+    def read_diagnostics(self):
+        """Clang's diagnostics of the unit (counted per project file, the first errors kept) and its include graph."""
+        res = self.res
+        # diagnostics (the prelude's __va_list_tag pair is not the file's)
+        for d in self.tu.diagnostics:
+            if "__va_list_tag" in d.spelling:
+                continue
+            if d.severity < 2:
+                continue
+            rel = self.rel(d.location.file) if d.location.file else None
+            res.diagnostics += 1
+            if d.severity >= 3:
+                res.errors += 1
+                if len(res.first_errors) < FIRST_ERRORS:
+                    where = rel or (d.location.file.name if d.location.file else "")
+                    res.first_errors.append(f"{where}:{d.location.line}: {d.spelling}")
+                if rel:
+                    self.error_lines.setdefault(rel, []).append((d.location.line, d.spelling))
+            if rel:
+                n, e = res.diag_by_file.get(rel, (0, 0))
+                res.diag_by_file[rel] = (n + 1, e + (1 if d.severity >= 3 else 0))
+        # include graph (project files only; the PCH hides std/stub includes)
+        for inc in self.tu.get_includes():
+            src = self.rel(inc.source) if inc.source else None
+            dst = self.rel(inc.include) if inc.include else None
+            if src and dst:
+                res.includes.append((src, dst))
+        res.error_lines = {rel: lines[:ERROR_LINES_KEPT] for rel, lines in self.error_lines.items()}
 
     def rel(self, f) -> Optional[str]:
         """Project-relative path of a clang File (or name), None outside the project."""
@@ -327,6 +358,40 @@ class UnitContext:
             ch = list(s.get_children())
             return ch
         return None
+
+    def result_use(self, c, parents, ctx):
+        """What happens to a call's reference result: `.m()` on it, or bound to a local."""
+        K = self.K
+        par = list(parents)
+        while par and par[-1].kind in strip_kinds():
+            par.pop()
+        if par and par[-1].kind == K.UNARY_OPERATOR and \
+                self.ci.conf.lib.clang_getCursorUnaryOperatorKind(par[-1]) == ADDRESS_OF:
+            # `holder = &get_x_kernel();` or `auto* holder = &get_x_kernel();`: a pointer bound to the holder
+            p = par[-2] if len(par) >= 2 else None
+            target = None
+            if p is not None and p.kind == K.VAR_DECL:
+                target = p
+            elif p is not None and p.kind == K.BINARY_OPERATOR:
+                ch = list(p.get_children())
+                lhs = self.strip(ch[0]) if len(ch) == 2 and ch[1] == par[-1] else None
+                if lhs is not None and lhs.kind == K.DECL_REF_EXPR and lhs.referenced is not None and lhs.referenced.kind == K.VAR_DECL:
+                    target = lhs.referenced
+            if target is not None:
+                methods = tuple(m for m, _ in ctx.member_calls.get(target.get_usr(), ()))
+                return None, target.spelling, methods
+            return None, None, ()
+        if par:
+            p = par[-1]
+            if p.kind == K.MEMBER_REF_EXPR and len(par) >= 2 and par[-2].kind == K.CALL_EXPR:
+                return par[-2].spelling, None, ()
+            if p.kind == K.VAR_DECL:
+                u = p.get_usr()
+                methods = tuple(m for m, _ in ctx.member_calls.get(u, ()))
+                if self.ref_target(p.type) is not None or True:
+                    return None, p.spelling, methods
+        return None, None, ()
+
 
     def find_api_types(self, top_children):
         """Canonical types of CustomKernelFunction (a factory's result), the table type, Dtype."""

@@ -20,8 +20,8 @@ class SeamCalls(Extractor):
             return
         loc = w.loc(c)
         w.res.seam_calls.append(SeamCall(loc=loc, configurations=frozenset({w.job.configuration}), name=c.spelling,
-                                            language="cpp", is_declaration=not c.is_definition(),
-                                            is_definition=c.is_definition(), enclosing_function=None))
+                                         language="cpp", is_declaration=not c.is_definition(),
+                                         is_definition=c.is_definition(), enclosing_function=None))
 
     def visit_seam_call(self, c, decl, ctx, parents):
         w = self.walk
@@ -45,5 +45,5 @@ class SeamCalls(Extractor):
                             fwd = False
         loc = w.loc(c)
         w.res.seam_calls.append(SeamCall(loc=loc, configurations=frozenset({w.job.configuration}), name=decl.spelling,
-                                            language="cpp", is_forwarding=fwd,
-                                            enclosing_function=ctx.info.qualified_name))
+                                         language="cpp", is_forwarding=fwd,
+                                         enclosing_function=ctx.info.qualified_name))

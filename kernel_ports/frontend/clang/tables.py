@@ -72,7 +72,7 @@ class PortTables(Extractor):
             loc = w.loc(x)
             w.res.seen.add((loc.path, loc.line, "port_table"))
             w.res.tables.append(RawTable(name=fn.spelling, qualified_name=ctx.info.qualified_name, usr=ctx.info.usr,
-                                            loc=w.loc(fn), variable=x.spelling, slots=slots, rocm_any_wave_size=any_wave))
+                                         loc=w.loc(fn), variable=x.spelling, slots=slots, rocm_any_wave_size=any_wave))
 
     def _designated(self, item, pos):
         w = self.walk

@@ -134,40 +134,50 @@ def _template_args_member(w, field, ctx, depth):
                     sub, sok = _template_args_init(w, children[i + 1], mctx, depth + 1)
                     found += sub
                     ok = ok and sok
-        stack = [c for c in children if c.kind == K.COMPOUND_STMT]
-        while stack:
-            c = stack.pop()
-            stack.extend(c.get_children())
-            if c.kind == K.CALL_EXPR:
-                ch = list(c.get_children())
-                head = w.strip(ch[0]) if ch else None
-                if c.spelling == "operator=" and len(ch) >= 2 and is_field(ch[0]):
-                    sub, sok = template_args(w, ch[-1], mctx, depth + 1)
-                    found += sub
-                    ok = ok and sok
-                elif head is not None and head.kind == K.MEMBER_REF_EXPR and any(is_field(o) for o in head.get_children()):
-                    margs = ch[1:]
-                    if c.spelling == "push_back" and margs:
-                        found.append(_entry(w, margs[0], "push_back", mctx))
-                    elif c.spelling == "emplace_back" and len(margs) == 2:
-                        found.append(_entry(w, c, "emplace_back", mctx, margs[0], margs[1]))
-                    elif c.spelling == "emplace_back" and margs:
-                        found.append(_entry(w, margs[0], "emplace_back", mctx))
-                    elif c.spelling == "insert" and margs:
-                        sub = w.list_elements(margs[-1])
-                        found += [_entry(w, x, "insert", mctx) for x in sub] if sub is not None else [_entry(w, margs[-1], "insert", mctx)]
-            elif c.kind == K.BINARY_OPERATOR and len(list(c.get_children())) == 2:
-                lhs, rhs = list(c.get_children())
-                if is_field(lhs) and BINOPS.get(w.ci.conf.lib.clang_getCursorBinaryOperatorKind(c)) == "=":
-                    sub, sok = template_args(w, rhs, mctx, depth + 1)
-                    found += sub
-                    ok = ok and sok
+        sub, sok = _member_writes(w, children, is_field, mctx, depth)
+        found += sub
+        ok = ok and sok
         entries += [_replace(reframe(e, mctx), how="member" if e.how in ("inline", "initializer", "helper") else e.how) for e in found]
     if declared - defined:
         ok = False  # a method whose body this unit cannot see may change it
     if init is None and not entries:
         ok = False
     return tuple(entries), ok
+
+
+def _member_writes(w, children, is_field, mctx, depth):
+    """(entries, resolved) a method body adds to or assigns to the template-args member (``is_field``)."""
+    K = w.K
+    found, ok = [], True
+    stack = [c for c in children if c.kind == K.COMPOUND_STMT]
+    while stack:
+        c = stack.pop()
+        stack.extend(c.get_children())
+        if c.kind == K.CALL_EXPR:
+            ch = list(c.get_children())
+            head = w.strip(ch[0]) if ch else None
+            if c.spelling == "operator=" and len(ch) >= 2 and is_field(ch[0]):
+                sub, sok = template_args(w, ch[-1], mctx, depth + 1)
+                found += sub
+                ok = ok and sok
+            elif head is not None and head.kind == K.MEMBER_REF_EXPR and any(is_field(o) for o in head.get_children()):
+                margs = ch[1:]
+                if c.spelling == "push_back" and margs:
+                    found.append(_entry(w, margs[0], "push_back", mctx))
+                elif c.spelling == "emplace_back" and len(margs) == 2:
+                    found.append(_entry(w, c, "emplace_back", mctx, margs[0], margs[1]))
+                elif c.spelling == "emplace_back" and margs:
+                    found.append(_entry(w, margs[0], "emplace_back", mctx))
+                elif c.spelling == "insert" and margs:
+                    sub = w.list_elements(margs[-1])
+                    found += [_entry(w, x, "insert", mctx) for x in sub] if sub is not None else [_entry(w, margs[-1], "insert", mctx)]
+        elif c.kind == K.BINARY_OPERATOR and len(list(c.get_children())) == 2:
+            lhs, rhs = list(c.get_children())
+            if is_field(lhs) and BINOPS.get(w.ci.conf.lib.clang_getCursorBinaryOperatorKind(c)) == "=":
+                sub, sok = template_args(w, rhs, mctx, depth + 1)
+                found += sub
+                ok = ok and sok
+    return found, ok
 
 
 def _passes(w, ctx) -> dict:

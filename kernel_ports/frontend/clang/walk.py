@@ -1,9 +1,48 @@
-"""The walk of one translation unit: the facts the Clang AST gives (libclang 18.1.1, ``clang.cindex``).
+"""The single walk of one translation unit, and the events it gives the fact families (libclang 18.1.1).
 
-Only declarations whose location is in a project file are walked: the filter
-is applied at the top level (and to namespace members), never below a
-declaration, because implicit nodes such as the lambda under ``+[]`` have no
-file at all.
+:class:`Walk` reads the unit once: the top-level declarations in project
+files (the filter is applied at the top level and to namespace members, never
+below a declaration, because implicit nodes such as the lambda under ``+[]``
+have no file at all), each function definition (its parameters, locals and
+their initialisers, member calls and assignments: :meth:`Walk.prescan`), its
+statements with the ``switch``/``if`` guards on parameters they sit under, and
+its expressions. What it records itself is each function's summary
+(:class:`.model.FunctionInfo`: call edges with their argument value refs and
+guards, what it returns), callers, writes to data members, and calls Clang
+could not resolve or type. Each declaration is walked isolated: an exception
+while walking one is a KP902 at it, and the rest of the file is judged
+(:mod:`kernel_ports.frontend.isolation`).
+
+Everything else is an extractor's (:class:`.context.Extractor`), one module per
+fact family, listed in :data:`EXTRACTORS`. The walk collects their
+``visit_<event>``/``leave_<event>`` methods once per unit into a table, and
+calls them where the event happens:
+
+========================== ============================================ ==========================================
+event                      when                                         arguments
+========================== ============================================ ==========================================
+visit_function_decl        any function declaration, before its body    c
+visit_function             a function definition, locals read,          c, frame, body
+                           before its body is walked
+leave_if_stmt              after an ``if`` and its branches             c, frame, condition, then-branch
+visit_value_use            a use of a variable, parameter, member or    c, referenced decl, its kind,
+                           non-type template parameter                  frame, parents
+visit_kernel_launch        ``operator()`` on a kernel-type object       c, kernel object, args, frame, parents
+visit_factory_call         a call of a registry factory                 c, referenced decl, backend, qname, args,
+                                                                        frame, parents
+visit_selector_call        a call of the registry selector              c, args, frame, parents
+visit_has_port_call        a call of ``has_kernel_port``                c, args, frame, location
+visit_backend_query_call   a call of a registry backend query           c, qname, usr, frame, location
+visit_seam_call            a call of a registry test seam               c, decl, frame, parents
+visit_call                 every resolved call that is not a launch or  c, referenced decl, its template (or it),
+                           a factory call, after its call edge          the CallEdge, frame, parents
+========================== ============================================ ==========================================
+
+After the traversal each extractor's ``finish()`` runs, in the order of
+:data:`EXTRACTORS`, isolated under its ``phase`` name. Extractors share state
+only through the context (the walk itself, a :class:`.context.UnitContext`);
+value-flow queries several of them need are modules of functions over it
+(:mod:`.values`, :mod:`.dtype_flow`, :mod:`.template_args`).
 
 Names come from the registry (factories, selector, ``has_kernel_port``, the
 table type, backend queries, seams, predicates).  The only MLX names known
@@ -16,38 +55,27 @@ import os
 import re
 from typing import Optional
 
-from kernel_ports.frontend.clang.model import (
-    CallEdge,
-    FunctionInfo,
-    Guard,
-    ParseJob,
-    TUResult,
-)
 from kernel_ports.frontend.clang.backend_tests import BackendTests
-from kernel_ports.frontend.clang.context import Extractor, Frame, UnitContext, same_cursor, strip_kinds
+from kernel_ports.frontend.clang.context import Extractor, Frame, UnitContext, same_cursor
 from kernel_ports.frontend.clang.factories import FactoryCalls
 from kernel_ports.frontend.clang.launches import Launches
+from kernel_ports.frontend.clang.model import CallEdge, FunctionInfo, Guard, ParseJob, TUResult
 from kernel_ports.frontend.clang.predicates import Predicates
-from kernel_ports.frontend.clang.selectors import SelectorCalls
 from kernel_ports.frontend.clang.refusals import Refusals
 from kernel_ports.frontend.clang.seams import SeamCalls
+from kernel_ports.frontend.clang.selectors import SelectorCalls
 from kernel_ports.frontend.clang.tables import PortTables
+from kernel_ports.frontend.clang.toolchain import BINOPS, skipped_ranges
 from kernel_ports.frontend.clang.values import sources
-from kernel_ports.frontend.clang.toolchain import ADDRESS_OF, BINOPS, skipped_ranges
 from kernel_ports.frontend.isolation import finish_isolated, walk_isolated
 
-
-
-
-FIRST_ERRORS = 5  # Clang errors a result lists (facts: files[].first_errors)
-ERROR_LINES_KEPT = 200  # per file, for the summary's causes and the nearest error a KP902 names
-
-# the fact families, in the order their finish() runs
+# the fact families; their finish() runs in this order (refusals read the query flow backend tests leave behind,
+# predicates the queries reached through wrappers)
 EXTRACTORS = (Launches, BackendTests, Predicates, Refusals, PortTables, FactoryCalls, SelectorCalls, SeamCalls)
-# what the walk calls extractors with (the module docstring says when and with what)
-EVENTS = ("visit_function_decl", "visit_seam_call", "leave_if_stmt", "visit_has_port_call", "visit_call", "visit_value_use",
-          "visit_backend_query_call", "visit_function",
-          "visit_factory_call", "visit_selector_call", "visit_kernel_launch")
+# what the walk calls extractors with (see the table above)
+EVENTS = ("visit_function_decl", "visit_function", "leave_if_stmt", "visit_value_use", "visit_kernel_launch",
+          "visit_factory_call", "visit_selector_call", "visit_has_port_call", "visit_backend_query_call",
+          "visit_seam_call", "visit_call")
 
 
 class Walk(UnitContext):
@@ -69,31 +97,7 @@ class Walk(UnitContext):
     def run(self):
         K = self.K
         res = self.res
-        # diagnostics (the prelude's __va_list_tag pair is not the file's)
-        for d in self.tu.diagnostics:
-            if "__va_list_tag" in d.spelling:
-                continue
-            if d.severity < 2:
-                continue
-            rel = self.rel(d.location.file) if d.location.file else None
-            res.diagnostics += 1
-            if d.severity >= 3:
-                res.errors += 1
-                if len(res.first_errors) < FIRST_ERRORS:
-                    where = rel or (d.location.file.name if d.location.file else "")
-                    res.first_errors.append(f"{where}:{d.location.line}: {d.spelling}")
-                if rel:
-                    self.error_lines.setdefault(rel, []).append((d.location.line, d.spelling))
-            if rel:
-                n, e = res.diag_by_file.get(rel, (0, 0))
-                res.diag_by_file[rel] = (n + 1, e + (1 if d.severity >= 3 else 0))
-        # include graph (project files only; the PCH hides std/stub includes)
-        for inc in self.tu.get_includes():
-            src = self.rel(inc.source) if inc.source else None
-            dst = self.rel(inc.include) if inc.include else None
-            if src and dst:
-                res.includes.append((src, dst))
-        res.error_lines = {rel: lines[:ERROR_LINES_KEPT] for rel, lines in self.error_lines.items()}
+        self.read_diagnostics()
         top_children = list(self.tu.cursor.get_children())  # one pass over the (large) TU level
         self.find_api_types(top_children)
         tops = []
@@ -531,7 +535,7 @@ class Walk(UnitContext):
         member_call, bound_to, bound_then = None, None, ()
         rr = self.ref_target(ref.result_type) if ref.kind != K.CONSTRUCTOR else None
         if rr:
-            member_call, bound_to, bound_then = self._result_use(c, parents, ctx)
+            member_call, bound_to, bound_then = self.result_use(c, parents, ctx)
         argrefs = tuple(sources(self, a, ctx, shallow=True) for a in args) if ref.kind != K.CONSTRUCTOR else ()
         if ref.kind == K.CONSTRUCTOR:
             parent = ref.semantic_parent
@@ -550,39 +554,6 @@ class Walk(UnitContext):
         self.callers.setdefault(usr, []).append((ctx, c))
         for visit in self.on["visit_call"]:
             visit(c, ref, decl, edge, ctx, parents)
-
-    def _result_use(self, c, parents, ctx):
-        """What happens to a call's reference result: `.m()` on it, or bound to a local."""
-        K = self.K
-        par = list(parents)
-        while par and par[-1].kind in strip_kinds():
-            par.pop()
-        if par and par[-1].kind == K.UNARY_OPERATOR and \
-                self.ci.conf.lib.clang_getCursorUnaryOperatorKind(par[-1]) == ADDRESS_OF:
-            # `holder = &get_x_kernel();` or `auto* holder = &get_x_kernel();`: a pointer bound to the holder
-            p = par[-2] if len(par) >= 2 else None
-            target = None
-            if p is not None and p.kind == K.VAR_DECL:
-                target = p
-            elif p is not None and p.kind == K.BINARY_OPERATOR:
-                ch = list(p.get_children())
-                lhs = self.strip(ch[0]) if len(ch) == 2 and ch[1] == par[-1] else None
-                if lhs is not None and lhs.kind == K.DECL_REF_EXPR and lhs.referenced is not None and lhs.referenced.kind == K.VAR_DECL:
-                    target = lhs.referenced
-            if target is not None:
-                methods = tuple(m for m, _ in ctx.member_calls.get(target.get_usr(), ()))
-                return None, target.spelling, methods
-            return None, None, ()
-        if par:
-            p = par[-1]
-            if p.kind == K.MEMBER_REF_EXPR and len(par) >= 2 and par[-2].kind == K.CALL_EXPR:
-                return par[-2].spelling, None, ()
-            if p.kind == K.VAR_DECL:
-                u = p.get_usr()
-                methods = tuple(m for m, _ in ctx.member_calls.get(u, ()))
-                if self.ref_target(p.type) is not None or True:
-                    return None, p.spelling, methods
-        return None, None, ()
 
     def _target_kind_by_name(self, name: str) -> Optional[str]:
         if not name:
