@@ -71,6 +71,11 @@ def _normalised(text: str, root: Path, base: Path) -> str:
     return re.sub(r'"seconds": [0-9.e-]+', '"seconds": "<time>"', text)  # a file's parse time (facts only)
 
 
+def _digest_free(text: str) -> str:
+    """The header set's digest hashes the directory of the bundled stubs, which differs per checkout."""
+    return re.sub(r'"digest": "[0-9a-f]{16}"', '"digest": "<DIGEST>"', text)
+
+
 @pytest.fixture(scope="module", params=sorted(TREES))
 def outputs(request, tmp_path_factory):
     """{command: normalised bytes} for one tree, cold and into a cache of its own."""
@@ -101,7 +106,8 @@ def test_output_matches_the_golden_file(outputs, command):
         GOLDEN.mkdir(exist_ok=True)
         golden.write_text(got[command], encoding="utf-8")
     assert golden.exists(), f"{golden} missing: write it with KERNEL_PORTS_UPDATE_GOLDEN=1"
-    assert got[command] == golden.read_text(encoding="utf-8"), f"{tree} {command} differs from {golden.name}"
+    assert _digest_free(got[command]) == _digest_free(golden.read_text(encoding="utf-8")), \
+        f"{tree} {command} differs from {golden.name}"
 
 
 def test_the_goldens_hold_something_to_get_wrong():
