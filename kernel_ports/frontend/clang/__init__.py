@@ -1,11 +1,19 @@
 """The Clang front end, the judge: facts from the Clang AST of each translation unit (libclang, ``clang.cindex``).
 
 One call of :func:`parse_translation_unit` parses one file under one build
-configuration (:mod:`.session`) and returns a picklable :class:`TUResult`
-(:mod:`.model`): the facts whose evidence is local to the unit, and per-function
-summaries that :mod:`kernel_ports.index` joins across units. The precompiled
-prelude is :mod:`.prelude`; libclang and the compiler's headers are
-:mod:`.toolchain`; the walk is :mod:`.walk`.
+configuration and returns a picklable :class:`TUResult`: the facts whose
+evidence is local to the unit, and per-function summaries that
+:mod:`kernel_ports.index` joins across units.
+
+- :mod:`.toolchain` libclang's bindings (loaded once, with the cursor speed-ups) and the compiler's headers
+- :mod:`.prelude` the precompiled prelude: its text, path, build and the stub API written beside it
+- :mod:`.session` the Clang command line of a file, and the parse
+- :mod:`.model` the parse job, the registry names it carries, and the result dataclasses
+- :mod:`.context` the state a walk shares, the function being read (``Frame``), cursor helpers, ``Extractor``
+- :mod:`.walk` the single traversal, and the events it gives the extractors
+- extractors, one per fact family: :mod:`.tables`, :mod:`.factories`, :mod:`.selectors`, :mod:`.launches`,
+  :mod:`.backend_tests`, :mod:`.predicates`, :mod:`.refusals`, :mod:`.seams`
+- value-flow queries over the context: :mod:`.values`, :mod:`.template_args`, :mod:`.dtype_flow`
 """
 
 from kernel_ports.frontend.clang.model import CallEdge, Conventions, FunctionInfo, ParseJob, TUResult
