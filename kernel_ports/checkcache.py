@@ -133,15 +133,15 @@ def lookup(args):
 
 def outside_inputs(registry) -> tuple:
     """Paths outside the tree whose change can change a parse: include directories, compiler built-ins, libclang."""
-    from kernel_ports.frontend import clang_fe
+    from kernel_ports.frontend import clang
 
     root = Path(registry.root).resolve()
     paths = {"/usr/include", "/usr/local/include"}
     for var in ("CPATH", "CPLUS_INCLUDE_PATH", "C_INCLUDE_PATH"):
         paths |= {d for d in os.environ.get(var, "").split(os.pathsep) if d}
     try:
-        paths.add(clang_fe.system_cxx_headers())
-    except clang_fe.FrontEndError:
+        paths.add(clang.system_cxx_headers())
+    except clang.FrontEndError:
         pass
     # where `compile.mlx_headers/cxx_headers: auto` looks (frontend/headers.py): installing mlx-cpu or a cxx crate
     # changes which headers judge the tree
@@ -150,8 +150,8 @@ def outside_inputs(registry) -> tuple:
     paths |= set(headers.resolution_inputs(root))
     for conf in registry.compile.configurations:
         try:
-            args = clang_fe.build_args(registry, conf, "unit.cpp")
-        except clang_fe.FrontEndError:
+            args = clang.build_args(registry, conf, "unit.cpp")
+        except clang.FrontEndError:
             continue
         it = iter(args)
         for a in it:

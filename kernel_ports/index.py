@@ -69,13 +69,13 @@ from kernel_ports.facts import (
     to_jsonable,
 )
 from kernel_ports import parse_summary
-from kernel_ports.frontend import clang_fe, headers, focus, hip, rust, witness as wit
+from kernel_ports.frontend import clang, headers, focus, hip, rust, witness as wit
 
 def _code_digest() -> str:
     """The front ends' own source, so a changed extractor never reads stale cache entries."""
     h = hashlib.sha256(__version__.encode())
     here = Path(__file__).resolve().parent
-    for rel in ("facts.py", "index.py", "frontend/clang_fe.py", "frontend/witness.py", "frontend/hip.py", "frontend/rust.py",
+    for rel in ("facts.py", "index.py", *sorted(f"frontend/clang/{p.name}" for p in (here / "frontend" / "clang").glob("*.py")), "frontend/witness.py", "frontend/hip.py", "frontend/rust.py",
                 "frontend/focus.py", "frontend/headers.py", "frontend/isolation.py"):
         try:
             h.update((here / rel).read_bytes())
@@ -115,7 +115,7 @@ class ProjectIndex:
     call_graph: nx.DiGraph = field(default_factory=nx.DiGraph)
     files_scanned: list = field(default_factory=list)  # every C-family/Rust path read
     clang_files: list = field(default_factory=list)  # (path, configuration) parsed by Clang
-    functions: dict = field(default_factory=dict)  # usr -> clang_fe.FunctionInfo (merged)
+    functions: dict = field(default_factory=dict)  # usr -> clang.FunctionInfo (merged)
     timings: dict = field(default_factory=dict)
     headers: dict = field(default_factory=dict)  # the header set that judged the tree (frontend/headers.py)
 
@@ -234,10 +234,10 @@ def _worker_main(conn, memory_mib=0, log_path=None):
         kind, payload = job
         try:
             if kind == "parse":
-                out = clang_fe.parse_translation_unit(payload)
+                out = clang.parse_translation_unit(payload)
             else:
                 args, cache_dir, with_stubs = payload
-                out = clang_fe.build_prelude(list(args), Path(cache_dir), with_stubs)
+                out = clang.build_prelude(list(args), Path(cache_dir), with_stubs)
             reply = ("ok", out)
         except BaseException as exc:  # report, keep serving
             reply = ("error", f"{type(exc).__name__}: {exc}")
@@ -427,7 +427,7 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
     index = ProjectIndex()
     cache = _Cache(Path(cache_dir) if cache_dir is not None else cachefmt.default_cache_dir()) if use_cache else _Cache(None)
     names = wit.WitnessNames.from_registry(registry)
-    conv = clang_fe.Conventions.from_registry(registry)
+    conv = clang.Conventions.from_registry(registry)
     files = sorted(files, key=lambda f: f.path)
     by_path = {f.path: f for f in files}
     hashes = {f.path: _sha(f.data) for f in files}
@@ -502,8 +502,8 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
     cc = _load_compile_commands(Path(cc_path) if cc_path else None, root)
     index.headers = dict(headers.resolve_for(registry).as_dict(), **({"compile_commands": len(cc)} if cc else {}))
     if tus:
-        clang_fe.builtin_include_dir()
-        clang_fe.system_cxx_headers()
+        clang.builtin_include_dir()
+        clang.system_cxx_headers()
     unread = {}
     if tus and FOCUS:
         # a function of every C-family file and the registry's names: computed once per state of the tree
@@ -570,7 +570,7 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
             for rel, conf, key in to_parse:
                 if rel in cc:
                     continue
-                a = tuple(clang_fe.build_args(registry, conf, rel))
+                a = tuple(clang.build_args(registry, conf, rel))
                 if a not in plan_of:
                     plan_of[a] = _prelude_plan(registry, a, root)
                 counts[plan_of[a]] = counts.get(plan_of[a], 0) + 1
@@ -581,7 +581,7 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
             pre_jobs = []
             for plan, n in counts.items():
                 pre_args, with_stubs = plan
-                built = clang_fe.prelude_path(pre_args, pch_dir, with_stubs=with_stubs)
+                built = clang.prelude_path(pre_args, pch_dir, with_stubs=with_stubs)
                 if built.is_file():
                     pchs[plan] = str(built)  # built by an earlier run: worth it for a single file too
                 elif n >= _prelude_min_files(registry, cache):
@@ -593,10 +593,10 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
             index.timings["prelude"] = time.perf_counter() - t0
             parse_jobs = []
             for rel, conf, key in to_parse:
-                base = tuple(clang_fe.build_args(registry, conf, rel, compile_commands=cc))
-                pch = pchs.get(plan_of.get(tuple(clang_fe.build_args(registry, conf, rel)))) if rel not in cc else None
+                base = tuple(clang.build_args(registry, conf, rel, compile_commands=cc))
+                pch = pchs.get(plan_of.get(tuple(clang.build_args(registry, conf, rel)))) if rel not in cc else None
                 args = base + (("-include-pch", pch) if pch else ())
-                job = clang_fe.ParseJob(
+                job = clang.ParseJob(
                     abspath=str(by_path[rel].abspath), relpath=rel, configuration=conf.name, args=args,
                     root=str(root), project_files=frozenset(known), conventions=conv,
                     fault=fault_map.get(rel), unread_bodies=tu_unread[rel],
@@ -710,7 +710,7 @@ def _shared_prelude_defines(registry) -> frozenset:
 def _prelude_plan(registry, args: tuple, root: Path) -> tuple:
     """(prelude arguments, with the stubs) for a unit's argument set."""
     # the stubs are precompiled too when they are what the units would include (~20 ms a parse)
-    return _prelude_args(args, root, _shared_prelude_defines(registry)), not clang_fe.stubs_shadowed(args)
+    return _prelude_args(args, root, _shared_prelude_defines(registry)), not clang.stubs_shadowed(args)
 
 
 def _prelude_min_files(registry, cache: "_Cache") -> int:
@@ -726,13 +726,13 @@ def _start_early_prelude(registry, root: Path, cache: "_Cache", cpp_files: list,
     not built yet and the tree has enough source files to need it. Returns the process, or None."""
     if cache.root is None or compile_commands:
         return None
-    sources = [f for f in cpp_files if not wit.is_header(f.path) and not f.path.lower().endswith(clang_fe.GPU_SUFFIXES)]
+    sources = [f for f in cpp_files if not wit.is_header(f.path) and not f.path.lower().endswith(clang.GPU_SUFFIXES)]
     if len(sources) < 3:
         return None
     try:
-        args = tuple(clang_fe.build_args(registry, _default_configuration(registry), sources[0].path))
+        args = tuple(clang.build_args(registry, _default_configuration(registry), sources[0].path))
         pre_args, with_stubs = _prelude_plan(registry, args, root)
-        if clang_fe.prelude_path(pre_args, cache.root / "pch", with_stubs=with_stubs).is_file():
+        if clang.prelude_path(pre_args, cache.root / "pch", with_stubs=with_stubs).is_file():
             return None
         method = "fork" if sys.platform.startswith("linux") else "spawn"
         proc = multiprocessing.get_context(method).Process(
@@ -740,14 +740,14 @@ def _start_early_prelude(registry, root: Path, cache: "_Cache", cpp_files: list,
             args=(pre_args, str(cache.root / "pch"), with_stubs, limits.Limits.of(registry).parser_memory_mib))
         proc.start()
         return proc
-    except (clang_fe.FrontEndError, OSError):
+    except (clang.FrontEndError, OSError):
         return None
 
 
 def _early_prelude_main(pre_args, pch_dir, with_stubs, memory_mib=0):
     gc.enable()
     limits.apply_memory_limit(memory_mib)
-    clang_fe.build_prelude(list(pre_args), Path(pch_dir), with_stubs)
+    clang.build_prelude(list(pre_args), Path(pch_dir), with_stubs)
 
 
 def _join_early(proc, timeout: float) -> None:
@@ -937,13 +937,13 @@ class _Joiner:
             if info is None:
                 self._reach_cache[key] = ([], [])
             else:
-                pseudo = clang_fe.CallEdge(usr, info.qualified_name, info.name, info.loc, (), ())
+                pseudo = clang.CallEdge(usr, info.qualified_name, info.name, info.loc, (), ())
                 self._reach_cache[key] = self.reach([pseudo], dict(env), usr)
         return self._reach_cache[key]
 
     # --------------------------------------------------------- value refs
     def resolve(self, refs, owner_usr: str, depth=0, want=("selector", "table")) -> tuple:
-        """Resolve value refs (clang_fe._Walker.sources) to selector ids / table names."""
+        """Resolve value refs (clang.values.sources) to selector ids / table names."""
         out = set()
         unknown = False
         accessors = set()

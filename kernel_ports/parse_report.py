@@ -14,7 +14,7 @@ CAUSE_TIMEOUT = 60.0
 
 
 def _first_error(abspath: str, args: list) -> str:
-    from kernel_ports.frontend.clang_fe import cindex
+    from kernel_ports.frontend.clang import cindex
 
     ci = cindex()
     index = ci.Index.create()
@@ -53,7 +53,7 @@ def parse_quality_lines(registry, index) -> list:
 def _causes(registry, ranked) -> dict:
     from concurrent.futures import ProcessPoolExecutor
 
-    from kernel_ports.frontend.clang_fe import build_args
+    from kernel_ports.frontend.clang import build_args
 
     confs = {c.name: c for c in registry.compile.configurations}
     cc = {}

@@ -306,6 +306,10 @@ KP102_CASES = [
          "  if (!has_port) {  // v:bool-local\n    throw std::runtime_error(\"fused_add_rms_norm: no port\");\n  }\n"))),
     Case("availability", "KP102", NORM, "v:availability", (NORM_STDEXCEPT, after(NORM, NORM_BODY,
          "  if (!mlx::core::metal::is_available()) {  // v:availability\n    throw std::invalid_argument(\"needs Metal\");\n  }\n"))),
+    # only the query flow of the unit knows the local holds a backend (it is assigned, not initialised)
+    Case("assigned-query", "KP102", NORM, "v:assigned-query", (NORM_STDEXCEPT, after(NORM, NORM_BODY,
+         "  GpuKernelBackend kind;\n  kind = gpu_kernel_backend();\n"
+         "  if (kind != GpuKernelBackend::Metal) {  // v:assigned-query\n    throw std::runtime_error(\"needs Metal\");\n  }\n"))),
 ]
 
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import bisect
 
-# MLX's API name of the kernel type (SPEC section 1), like MLX_DTYPE in clang_fe.
+# MLX's API name of the kernel type (SPEC section 1), like MLX_DTYPE in frontend/clang/walk.py.
 MLX_KERNEL_TYPE = "CustomKernelFunction"
 
 

@@ -21,11 +21,22 @@ def walk_isolated(walker, cursor, fn, *args) -> None:
         walker.res.untyped.append(_failure(walker, cursor, fn, exc))
 
 
+def finish_isolated(walker, phase: str, fn) -> None:
+    """A phase that joins the whole unit (``phase`` names it in the finding)."""
+    try:
+        fn()
+    except Exception as exc:  # noqa: BLE001 - a failed phase is reported, never fatal
+        walker.res.untyped.append(_phase_failure(walker, phase, f"{type(exc).__name__}: {exc}"[:300]))
+
+
+def _phase_failure(walker, name: str, reason: str) -> tuple:
+    return (walker.job.relpath, 1, 1, WALK_FAILURE, name, f"the {name} phase of the walk failed ({reason})")
+
+
 def _failure(walker, cursor, fn, exc) -> tuple:
     reason = f"{type(exc).__name__}: {exc}"[:300]
     if cursor is None:
-        name = fn.__name__.lstrip("_").replace("_", " ")
-        return (walker.job.relpath, 1, 1, WALK_FAILURE, name, f"the {name} phase of the walk failed ({reason})")
+        return _phase_failure(walker, fn.__name__.lstrip("_").replace("_", " "), reason)
     try:
         loc = walker.loc(cursor)
         name = walker.qname(cursor) or cursor.spelling

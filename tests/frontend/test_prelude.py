@@ -5,7 +5,7 @@ from pathlib import Path
 
 from helpers import files_under, make_registry, write_tree
 from kernel_ports import index as index_mod
-from kernel_ports.frontend import clang_fe
+from kernel_ports.frontend import clang
 from kernel_ports.index import build_index
 
 LAUNCHER = r'''#include <vector>
@@ -52,24 +52,24 @@ def test_a_rejected_prelude_does_not_lose_the_file(tmp_path):
     bad = tmp_path / "stale.pch"
     bad.write_bytes(b"not a precompiled header")
     conf = reg.compile.configurations[0]
-    job = clang_fe.ParseJob(
+    job = clang.ParseJob(
         abspath=str(tmp_path / "src/k.cpp"), relpath="src/k.cpp", configuration=conf.name,
-        args=tuple(clang_fe.build_args(reg, conf, "src/k.cpp")) + ("-include-pch", str(bad)),
-        root=str(Path(reg.root)), project_files=frozenset({"src/k.cpp"}), conventions=clang_fe.Conventions.from_registry(reg))
-    res = clang_fe.parse_translation_unit(job)
+        args=tuple(clang.build_args(reg, conf, "src/k.cpp")) + ("-include-pch", str(bad)),
+        root=str(Path(reg.root)), project_files=frozenset({"src/k.cpp"}), conventions=clang.Conventions.from_registry(reg))
+    res = clang.parse_translation_unit(job)
     assert res.ok and res.errors == 0
     assert [fc.kernel_name for fc in res.factory_calls] == ["k0"]
 
 
 def test_stubs_precompiled_only_when_no_header_shadows_them(tmp_path, monkeypatch):
     own = tmp_path / "own"
-    assert not clang_fe.stubs_shadowed(["-x", "c++", f"-I{own}", "-isystem", str(tmp_path / "sys")])
+    assert not clang.stubs_shadowed(["-x", "c++", f"-I{own}", "-isystem", str(tmp_path / "sys")])
     (own / "mlx").mkdir(parents=True)
     (own / "mlx" / "array.h").write_text("#pragma once\n")
-    assert clang_fe.stubs_shadowed(["-x", "c++", f"-I{own}"])
-    assert clang_fe.stubs_shadowed(["-isystem", str(own)])
+    assert clang.stubs_shadowed(["-x", "c++", f"-I{own}"])
+    assert clang.stubs_shadowed(["-isystem", str(own)])
     monkeypatch.setenv("CPLUS_INCLUDE_PATH", str(own))
-    assert clang_fe.stubs_shadowed(["-x", "c++"])
+    assert clang.stubs_shadowed(["-x", "c++"])
 
 
 def test_a_prelude_with_the_stubs_gives_the_same_facts(tmp_path):
@@ -105,21 +105,21 @@ def _same_facts_with_stubs_prelude(reg, rel, tmp_path):
     from kernel_ports.index import _prelude_args
 
     root = Path(reg.root).resolve()
-    conv = clang_fe.Conventions.from_registry(reg)
+    conv = clang.Conventions.from_registry(reg)
     project = frozenset(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
     for conf in reg.compile.configurations:
-        args = tuple(clang_fe.build_args(reg, conf, rel))
-        assert not clang_fe.stubs_shadowed(args)
+        args = tuple(clang.build_args(reg, conf, rel))
+        assert not clang.stubs_shadowed(args)
         seen = []
         for with_stubs in (False, True):
-            pch = clang_fe.build_prelude(list(_prelude_args(args, root)), tmp_path / "pch", with_stubs)
+            pch = clang.build_prelude(list(_prelude_args(args, root)), tmp_path / "pch", with_stubs)
             assert pch and Path(pch).with_suffix(".api.json").is_file() == with_stubs
             # the stubs compile the warm-up (the launch-shaped code whose instantiations the prelude keeps)
             assert ("kernel_ports_prelude_warm_up" in Path(pch).with_suffix(".h").read_text()) == with_stubs
-            job = clang_fe.ParseJob(abspath=str(root / rel), relpath=rel, configuration=conf.name,
+            job = clang.ParseJob(abspath=str(root / rel), relpath=rel, configuration=conf.name,
                                     args=args + ("-include-pch", pch), root=str(root), project_files=project,
                                     conventions=conv)
-            res = clang_fe.parse_translation_unit(job)
+            res = clang.parse_translation_unit(job)
             assert res.ok and res.errors == 0
             seen.append([to_jsonable(getattr(res, f)) for f in ("factory_calls", "selectors", "invocations", "tables",
                                                                  "backend_tests", "holder_accesses", "predicates", "seen", "untyped")])

@@ -4,7 +4,7 @@ failure while walking one declaration reported at it while the rest of the file 
 from pathlib import Path
 
 from helpers import make_registry, write_tree
-from kernel_ports.frontend import clang_fe
+from kernel_ports.frontend import clang
 from tests.frontend.test_prelude import DIRECT
 
 # `h(t, scale)` is a dependent call Clang cannot resolve inside the template: its cursor references nothing, and
@@ -22,11 +22,11 @@ def _parse(tmp_path, text, rel="src/k.cpp"):
     write_tree(tmp_path, {rel: text})
     reg = make_registry(tmp_path)
     conf = reg.compile.configurations[0]
-    job = clang_fe.ParseJob(
+    job = clang.ParseJob(
         abspath=str(tmp_path / rel), relpath=rel, configuration=conf.name,
-        args=tuple(clang_fe.build_args(reg, conf, rel)), root=str(Path(reg.root)),
-        project_files=frozenset({rel}), conventions=clang_fe.Conventions.from_registry(reg))
-    return clang_fe.parse_translation_unit(job)
+        args=tuple(clang.build_args(reg, conf, rel)), root=str(Path(reg.root)),
+        project_files=frozenset({rel}), conventions=clang.Conventions.from_registry(reg))
+    return clang.parse_translation_unit(job)
 
 
 def test_a_function_used_as_a_value_in_an_unresolved_call_does_not_crash_the_walk(tmp_path):
@@ -38,14 +38,14 @@ def test_a_function_used_as_a_value_in_an_unresolved_call_does_not_crash_the_wal
 
 
 def test_a_failing_declaration_is_reported_at_it_and_the_rest_is_judged(tmp_path, monkeypatch):
-    real = clang_fe._Walker.function
+    real = clang.walk.Walk.function
 
     def failing(self, c):
         if c.spelling == "get_k":
             raise ValueError("injected walk failure")
         return real(self, c)
 
-    monkeypatch.setattr(clang_fe._Walker, "function", failing)
+    monkeypatch.setattr(clang.walk.Walk, "function", failing)
     res = _parse(tmp_path, VALUE_IN_UNRESOLVED_CALL)
     assert res.ok
     failures = [u for u in res.untyped if u[3] == "walk_failure"]

@@ -1,7 +1,7 @@
 """The Clang walk's faster cursor accessors give exactly what the bindings' own give."""
 
 from helpers import write_tree
-from kernel_ports.frontend import clang_fe
+from kernel_ports.frontend import clang
 
 SRC = r'''#include <vector>
 namespace eng {
@@ -29,7 +29,7 @@ def _preorder(cursor, children, kind):
 
 def test_children_and_kinds_match_the_bindings(tmp_path):
     write_tree(tmp_path, {"f.cpp": SRC})
-    ci = clang_fe.cindex()
+    ci = clang.cindex()
     tu = ci.Index.create().parse(str(tmp_path / "f.cpp"), args=["-x", "c++", "-std=c++20"])
     top = [c for c in tu.cursor.get_children() if c.location.file is not None and c.location.file.name.endswith("f.cpp")]
     assert top

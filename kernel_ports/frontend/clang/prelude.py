@@ -1,0 +1,186 @@
+"""The precompiled prelude: the standard headers (and the resolved MLX and cxx headers) built once per argument set.
+
+A precompiled prelude (the standard headers the stubs and engines use, and
+the resolved MLX and cxx headers, stubs or real, when no include directory
+holds one of its own: ``with_stubs`` below) is built once per argument set
+into the cache directory, with the templates it uses instantiated, and passed with ``-include-pch``; it cuts
+per-file parse time several-fold.  It adds two spurious ``__va_list_tag``
+diagnostics per file, which are filtered.  The prelude's declarations are not
+listed among a unit's (``excludeDecls``); what the walk needs of the stubs'
+is written beside the prelude (``prelude_api``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Optional
+
+from kernel_ports.frontend import headers
+from kernel_ports.frontend.clang.toolchain import FrontEndError, builtin_include_dir, cindex
+
+PRELUDE_STD_HEADERS = (
+    "algorithm", "array", "atomic", "cstddef", "cstdint", "cstring", "functional", "initializer_list",
+    "map", "memory", "mutex", "optional", "stdexcept", "string", "string_view", "tuple",
+    "type_traits", "unordered_map", "utility", "variant", "vector",
+)
+
+
+# Code that uses the MLX API the way launchers do (SPEC section 1: a kernel built by each factory, held in a
+# std::optional under std::call_once, launched with inputs, shapes, dtypes, grid, threadgroup and template args of
+# each alternative). Precompiled with the stubs, it makes the prelude hold the template instantiations that use
+# needs (std::function's call, the TemplateArg variant's conversions, the argument vectors ...), which every unit
+# otherwise made again: half of a launcher's parse. Its namespace is nobody's; the walk never lists the
+# prelude's declarations.
+PRELUDE_WARM_UP = r"""
+namespace kernel_ports_prelude_warm_up {
+inline std::vector<mlx::core::array> launch(mlx::core::fast::CustomKernelFunction& k, const mlx::core::array& x, int n) {
+  std::vector<std::pair<std::string, mlx::core::fast::TemplateArg>> targs;
+  targs.push_back({"T", x.dtype()});
+  targs.emplace_back("N", n);
+  return k({x, x}, {x.shape()}, {x.dtype()}, {n, 1, 1}, {256, 1, 1}, {{"T", x.dtype()}, {"N", n}, {"B", true}},
+           std::nullopt, false, {});
+}
+inline mlx::core::fast::CustomKernelFunction make() {
+  return mlx::core::fast::metal_kernel("k", {"x"}, {"out"}, "src", "", true, false);
+}
+inline mlx::core::fast::CustomKernelFunction& hold() {
+  static std::once_flag once;
+  static std::optional<mlx::core::fast::CustomKernelFunction> kernel;
+  std::call_once(once, [] { kernel.emplace(mlx::core::fast::cuda_kernel("k", {"x"}, {"out"}, "src")); });
+  static mlx::core::fast::CustomKernelFunction other = mlx::core::fast::hip_kernel("k", {"x"}, {"out"}, std::string("src"));
+  return *kernel;
+}
+inline mlx::core::array use(const mlx::core::array& x) {
+  auto y = mlx::core::astype(x, mlx::core::float32);
+  auto out = launch(hold(), mlx::core::contiguous(mlx::core::reshape(y, y.shape())), static_cast<int>(x.size()));
+  return out[0];
+}
+}  // namespace kernel_ports_prelude_warm_up
+"""
+
+
+def prelude_text(with_stubs: bool = False, warm_up: bool = True) -> str:
+    # The standard headers, and the package's MLX stubs when they are what the
+    # units would include anyway (``stubs_shadowed``): a tree with its own (real
+    # or different) MLX headers must never meet a precompiled copy of ours.
+    lines = [f"#include <{h}>" for h in PRELUDE_STD_HEADERS]
+    if with_stubs:  # (the resolved MLX and cxx headers, real or stubs)
+        lines += ['#include "mlx/mlx.h"', '#include "rust/cxx.h"']
+    text = "\n".join(lines) + "\n"
+    return text + PRELUDE_WARM_UP if with_stubs and warm_up else text
+
+
+def stubs_shadowed(args) -> bool:
+    """Whether an include directory of this command line (or a standard system one, or one the CPATH variables
+    name) other than the resolved header set's holds a header at one of its paths, so that units would read it
+    rather than the set's."""
+    return headers.shadowed(args, ("/usr/include", "/usr/local/include"))
+
+
+def _prelude_header_args(args, with_stubs: bool = True) -> list:
+    # -fpch-instantiate-templates: the template instantiations the standard headers need are made once, in the
+    # prelude, instead of at the end of every unit that loads it (~40 ms a parse)
+    args = [a for a in args if a != "-x" and a != "c++"]
+    if not with_stubs and "-include" in args:
+        # a prelude of the standard headers alone: a force-included header (the ROCm shim, which reads mlx/fast.h)
+        # is read by each unit instead, so the MLX declarations stay the unit's own
+        i = args.index("-include")
+        args = args[:i] + args[i + 2:]
+    return ["-x", "c++-header", "-fpch-instantiate-templates"] + args
+
+
+def prelude_path(args, cache_dir: Path, cindex_file: Optional[str] = None, with_stubs: bool = False) -> Path:
+    """Where the prelude for an argument set is (or will be) stored; computed without loading libclang."""
+    if cindex_file is None:
+        import importlib.util
+
+        spec = importlib.util.find_spec("clang.cindex")
+        cindex_file = spec.origin if spec is not None else ""
+    text = "\0".join(_prelude_header_args(list(args), with_stubs)) + prelude_text(with_stubs) + headers.args_digest(args, _builtin_dirs()) + cindex_file
+    key = hashlib.sha256(text.encode()).hexdigest()[:20]
+    return Path(cache_dir) / f"prelude-{key}.pch"
+
+
+def build_prelude(args: list, cache_dir: Path, with_stubs: bool = False) -> Optional[str]:
+    """Build (or reuse) the precompiled prelude for an argument set; None if it fails.
+
+    With the stubs in it, their declarations are among the prelude's, which the
+    walk does not list; what it needs of them (the kernel type a factory
+    returns, Dtype ...) is written beside the prelude (``prelude_api``)."""
+    ci = cindex()
+    out = prelude_path(args, cache_dir, ci.__file__, with_stubs)
+    if out.is_file():
+        return str(out)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    src = out.with_suffix(".h")
+    hdr_args = _prelude_header_args(args, with_stubs)
+    try:
+        index = ci.Index.create()
+        for warm_up in ((True, False) if with_stubs else (False,)):
+            src.write_text(prelude_text(with_stubs, warm_up))
+            # the detailed preprocessing record must match the parses that use it
+            tu = index.parse(str(src), args=hdr_args,
+                             options=ci.TranslationUnit.PARSE_INCOMPLETE | ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD)
+            if not any(d.severity >= 3 for d in tu.diagnostics):
+                break  # (a warm-up the stubs no longer compile is left out rather than losing the prelude)
+        else:
+            return None
+        if with_stubs:
+            api = out.with_suffix(".api.json")
+            tmp_api = api.with_name(f"{api.name}.{os.getpid()}.tmp")
+            tmp_api.write_text(json.dumps(_stub_api(tu, headers.header_dirs_in(args, _builtin_dirs()))))
+            os.replace(tmp_api, api)
+        tmp = out.with_name(f"{out.stem}.{os.getpid()}.tmp")
+        tu.save(str(tmp))
+        os.replace(tmp, out)
+    except Exception:
+        return None
+    return str(out)
+
+
+def _builtin_dirs() -> tuple:
+    try:
+        return (builtin_include_dir(),)
+    except FrontEndError:
+        return ()
+
+
+def _stub_api(tu, header_dirs) -> dict:
+    """Canonical types of what the resolved headers (stubs or real) declare: functions' results (with whether it
+    is an enum), and types."""
+    ci = cindex()
+    K = ci.CursorKind
+    stubs = tuple(d.rstrip("/") + "/" for d in header_dirs)
+    functions, types = {}, {}
+
+    def visit(c, prefix):
+        for ch in c.get_children():
+            f = ch.location.file
+            if f is None or not os.path.normpath(f.name).startswith(stubs):
+                continue
+            q = f"{prefix}::{ch.spelling}" if prefix else ch.spelling
+            if ch.kind == K.NAMESPACE:
+                visit(ch, q)
+            elif ch.kind == K.FUNCTION_DECL:
+                rt = ch.result_type.get_canonical()
+                functions.setdefault(q, {"result": rt.spelling, "enum": rt.kind == ci.TypeKind.ENUM})
+            elif ch.kind in (K.STRUCT_DECL, K.CLASS_DECL, K.TYPE_ALIAS_DECL, K.TYPEDEF_DECL):
+                types.setdefault(q, ch.type.get_canonical().spelling)
+
+    visit(tu.cursor, "")
+    return {"functions": functions, "types": types}
+
+
+def prelude_api(args) -> dict:
+    """What ``build_prelude`` wrote beside the prelude a command line loads, if it holds the stubs."""
+    args = list(args)
+    if "-include-pch" not in args:
+        return {}
+    pch = Path(args[args.index("-include-pch") + 1])
+    try:
+        return json.loads(pch.with_suffix(".api.json").read_text())
+    except (OSError, ValueError):
+        return {}

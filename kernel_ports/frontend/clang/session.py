@@ -1,0 +1,122 @@
+"""Parsing one translation unit: its Clang command line, the parse, and the walk that reads it.
+
+One call of :func:`parse_translation_unit` parses one file under one build
+configuration and returns a picklable :class:`TUResult`: the facts whose
+evidence is local to the translation unit, plus per-function summaries (call
+edges with constant arguments and the ``switch``/``if`` guards they sit under)
+that :mod:`kernel_ports.index` joins across translation units to resolve port
+table slots to factory calls and invocations to selector calls.
+
+Parsing without a build
+-----------------------
+``-x c++ -std=<registry std>``, registry defines and include dirs, the MLX and
+cxx headers resolved in :mod:`kernel_ports.frontend.headers` (real ones when
+installed, else the package's stubs through ``-idirafter``; the ROCm shim),
+GCC's own include directory for ``stddef.h`` and friends (the libclang
+wheel ships no resource headers), keep-going and no error limit.  CUDA/HIP
+sources are parsed as C++ with their keywords defined away.  With
+``compile_commands.json`` the recorded flags of the file are used instead
+(its include and define flags only; the resolved headers still come last).
+
+A precompiled prelude (:mod:`.prelude`) is passed with ``-include-pch`` when
+the command line has one; a prelude Clang no longer accepts is dropped and the
+file parsed without it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Optional
+
+from kernel_ports.frontend import headers
+from kernel_ports.frontend.clang.model import ParseJob, TUResult
+from kernel_ports.frontend.clang.toolchain import builtin_include_dir, cindex
+from kernel_ports.frontend.clang.walk import Walk
+
+# CUDA / HIP spellings that plain C++ does not know; defined away so that the
+# host code around them parses.
+GPU_KEYWORD_DEFINES = (
+    "__global__=",
+    "__device__=",
+    "__host__=",
+    "__shared__=",
+    "__constant__=",
+    "__managed__=",
+    "__forceinline__=inline",
+    "__noinline__=",
+    "__launch_bounds__(...)=",
+    "__restrict__=",
+    "__align__(x)=",
+)
+GPU_SUFFIXES = (".cu", ".cuh", ".hip")
+
+
+def build_args(registry, configuration, relpath: str, *, compile_commands: Optional[dict] = None,
+               pch: Optional[str] = None) -> list:
+    """The Clang command line for one file under one configuration (without the file)."""
+    comp = registry.compile
+    args = ["-x", "c++", f"-std={comp.std}", "-ferror-limit=0", "-Wno-everything" if False else "-w"]
+    # -w: warnings are not ours to count; errors still are.
+    if relpath.lower().endswith(GPU_SUFFIXES):
+        args += [f"-D{d}" for d in GPU_KEYWORD_DEFINES]
+    cc_flags = (compile_commands or {}).get(relpath)
+    if cc_flags:
+        args += cc_flags
+    for d in comp.defines:
+        args.append(f"-D{d}")
+    for d in configuration.defines:
+        args.append(f"-D{d}")
+    args.append(f"-I{registry.root}")
+    for inc in comp.include_dirs:
+        args.append(f"-I{inc}")
+    # the MLX and cxx headers that judge the tree (real ones, or the stubs; frontend/headers.py)
+    args += headers.resolve_for(registry).args(fallback_only=bool(cc_flags))
+    args += ["-isystem", builtin_include_dir()]
+    if pch and not cc_flags:
+        args += ["-include-pch", pch]
+    return args
+
+
+
+def parse_translation_unit(job: ParseJob) -> TUResult:
+    """Parse one file in one configuration; never raises for a bad source."""
+    if job.fault == "crash":
+        os._exit(139)  # test hook: behave like a parser crash
+    if job.fault == "hang":
+        time.sleep(3600)
+    ci = cindex()
+    res = TUResult(path=job.relpath, configuration=job.configuration)
+    t0 = time.perf_counter()
+    try:
+        # excludeDecls: the declarations of the precompiled prelude (the standard library, ~15k of them) are not
+        # listed among the unit's top-level cursors; none is a project declaration, and reading their locations
+        # only to drop them cost more than the rest of the walk
+        index = ci.Index.create(excludeDecls=True)
+        opts = ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD | 0x200  # CXTranslationUnit_KeepGoing
+        unsaved = ([(job.abspath, job.unsaved)] if job.unsaved is not None else []) + [(p, "") for p in job.withheld]
+        unsaved = unsaved or None
+        try:
+            tu = index.parse(job.abspath, args=list(job.args), unsaved_files=unsaved, options=opts)
+        except ci.TranslationUnitLoadError:
+            if "-include-pch" not in job.args:
+                raise
+            # a prelude Clang no longer accepts (the system headers changed since it was built): parse without it
+            i = job.args.index("-include-pch")
+            tu = index.parse(job.abspath, args=list(job.args[:i] + job.args[i + 2:]), unsaved_files=unsaved, options=opts)
+    except Exception as exc:  # TranslationUnitLoadError and friends
+        res.ok = False
+        res.error = f"Clang could not parse the file: {exc}"
+        res.seconds = time.perf_counter() - t0
+        return res
+    if job.fault == "error":
+        res.ok = False
+        res.error = "injected parser failure"
+        return res
+    try:
+        Walk(tu, job, res).run()
+    except RecursionError:
+        res.ok = False
+        res.error = "AST too deep to walk"
+    res.seconds = time.perf_counter() - t0
+    return res
