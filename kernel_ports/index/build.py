@@ -1,0 +1,192 @@
+"""``build_index(registry, files)``: the stages of the index in order, each in its own module.
+
+1. the syntactic pass (:mod:`.scan`) over every file;
+2. the plan (:mod:`.plan`): which units Clang parses, in which configurations, what each walk may leave unread;
+3. the Clang parses: cached results first (:mod:`.cache`), the preludes (:mod:`.prelude`), then the rest in the
+   worker pool (:mod:`.pool`), each result kept in the cache;
+4. the merge and joins (:mod:`.merge`, :mod:`.join`) and what each factory call compiles (:mod:`.compiled`).
+
+Per-file results are cached; the joins never are.
+"""
+
+from __future__ import annotations
+
+import gc
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from kernel_ports import cachefmt, limits
+from kernel_ports.facts import ParseQuality
+from kernel_ports.frontend import clang_fe, headers, witness as wit
+from kernel_ports.index import plan, prelude, scan
+from kernel_ports.index.cache import FRONTEND_VERSION, FileCache, cached_parse, sha, store_parse
+from kernel_ports.index.compiled import compiled_bodies
+from kernel_ports.index.merge import merge_results
+from kernel_ports.index.pool import ParsePool
+from kernel_ports.index.project_index import ProjectIndex
+
+
+def build_index(registry, files, *, jobs: int = 2, use_cache: bool = True, cache_dir=None, compile_commands=None,
+                timeout: Optional[float] = None, withheld=()) -> ProjectIndex:
+    # Loading cached results and joining them allocates a few hundred thousand objects and frees almost none, so
+    # the cyclic collector would run over and over for nothing (a sixth of a warm check); it is paused meanwhile.
+    # The parser workers, forked from here, turn it back on.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _build_index(registry, files, jobs=jobs, use_cache=use_cache, cache_dir=cache_dir,
+                            compile_commands=compile_commands, timeout=timeout, withheld=tuple(sorted(withheld)))
+    finally:
+        if collecting:
+            gc.enable()
+
+
+@dataclass
+class _UnitJobs:
+    """What every parse job of a run shares."""
+
+    registry: object
+    root: Path
+    conv: object
+    by_path: dict
+    known: set
+    cc: dict
+    fault_map: dict
+    tu_unread: dict
+    withheld: tuple
+
+
+def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_commands, timeout, withheld) -> ProjectIndex:
+    t_start = time.perf_counter()
+    bounds = limits.Limits.of(registry)
+    timeout = timeout or bounds.parse_timeout_s
+    root = Path(registry.root).resolve()
+    index = ProjectIndex()
+    cache = FileCache(Path(cache_dir) if cache_dir is not None else cachefmt.default_cache_dir()) if use_cache else FileCache(None)
+    names = wit.WitnessNames.from_registry(registry)
+    conv = clang_fe.Conventions.from_registry(registry)
+    files = sorted(files, key=lambda f: f.path)
+    by_path = {f.path: f for f in files}
+    hashes = {f.path: sha(f.data) for f in files}
+    cpp_files = [f for f in files if wit.is_cpp_file(f.path)]
+    rust_files = [f for f in files if f.path.endswith(".rs")]
+    index.files_scanned = [f.path for f in cpp_files + rust_files]
+    names_key = sha(names.stable_repr().encode())[:16]
+    seams = [s.name for s in registry.conventions.test_seams]
+
+    early = prelude.start_early_prelude(registry, root, cache, cpp_files,
+                                        compile_commands or registry.compile.compile_commands) if use_cache else None
+
+    # ---- 1. witness + Rust (cached by content)
+    witnessed, definitions, parser = scan.read_cpp_files(index, cache, cpp_files, hashes, names, names_key)
+    scan.read_rust_files(index, cache, rust_files, hashes, seams)
+    cpp_files = [f for f in cpp_files if f.path in witnessed]  # a file the witness could not read is KP901 already
+    index.timings["witness"] = time.perf_counter() - t_start
+
+    # ---- 2. which files, which configurations
+    known = set(by_path)
+    search = plan.include_search(registry, root)
+    wgraph = plan.witness_include_graph(witnessed, known, search)
+    tus = plan.translation_units(witnessed, wgraph)
+    cc_path = compile_commands or registry.compile.compile_commands
+    cc = plan.load_compile_commands(Path(cc_path) if cc_path else None, root)
+    index.headers = dict(headers.resolve_for(registry).as_dict(), **({"compile_commands": len(cc)} if cc else {}))
+    if tus:
+        clang_fe.builtin_include_dir()
+        clang_fe.system_cxx_headers()
+    unread = {}
+    if tus and plan.FOCUS:
+        unread = plan.unread_bodies_of_tree(registry, cache, cpp_files, hashes, names, names_key, witnessed,
+                                            definitions, parser)
+    tu_unread, tu_sees, jobs_wanted = plan.parse_jobs_wanted(registry, tus, wgraph, witnessed, unread)
+
+    # ---- 3. Clang parses (cache, prelude, pool)
+    comp_key = _compile_key(registry, conv, root, cc, withheld)
+    units = _UnitJobs(registry=registry, root=root, conv=conv, by_path=by_path, known=known, cc=cc,
+                      fault_map=plan.faults(), tu_unread=tu_unread, withheld=withheld)
+    results: list = []
+    to_parse = []
+    for rel, conf in jobs_wanted:
+        key = sha(f"c|{comp_key}|{conf.name}|{conf.defines}|{rel}|{hashes[rel]}|{sha(repr(sorted(tu_unread[rel])).encode())}"
+                  f"|{tu_sees[rel]}".encode())
+        tu_res = cached_parse(cache, key, hashes) if rel not in units.fault_map else None
+        if tu_res is not None:
+            results.append(tu_res)
+            continue
+        to_parse.append((rel, conf, key))
+    index.timings["cache_lookup"] = time.perf_counter() - t_start
+    if to_parse:
+        out = _parse(index, units, cache, to_parse, early, jobs, bounds, timeout)
+        _record_parses(index, cache, out, results, hashes)
+    if early is not None and early.is_alive():
+        prelude.join_early(early, 0)  # nothing was parsed after all (every unit came from the cache)
+    index.clang_files = sorted((r.path, r.configuration) for r in results if r.ok)
+
+    # ---- 4. merge and join
+    t0 = time.perf_counter()
+    merge_results(index, registry, results, witnessed, conv)
+    compiled_bodies(index, by_path, known, search, cache)
+    index.timings["join"] = time.perf_counter() - t0
+    index.timings["total"] = time.perf_counter() - t_start
+    return index
+
+
+def _compile_key(registry, conv, root: Path, cc: dict, withheld: tuple) -> str:
+    """What every Clang parse of this run depends on besides its own unit and configuration."""
+    # include dirs inside the root are keyed relative to it, so a copy of the tree elsewhere reuses the parses of
+    # its unchanged files (their content hashes and those of the project headers they read still decide)
+    return sha(repr((registry.compile.std, registry.compile.defines, tuple(plan.dir_key(d, root) for d in registry.compile.include_dirs),
+                     conv, headers.resolve_for(registry).digest, FRONTEND_VERSION, sorted(cc.items()), withheld)).encode())[:24]
+
+
+def _parse(index, units: _UnitJobs, cache: FileCache, to_parse: list, early, jobs: int, bounds, timeout: float) -> dict:
+    """Build the preludes worth having, then parse ``to_parse`` in the pool: (rel, configuration, key) -> reply."""
+    registry = units.registry
+    pool = ParsePool(min(jobs, len(to_parse)) if jobs else 1, bounds.parser_memory_mib)
+    tmpdir = None
+    try:
+        pch_dir = (cache.root / "pch") if cache.root is not None else Path(tmpdir := tempfile.mkdtemp(prefix="kp-pch-"))
+        plan_of, counts = prelude.plan_preludes(registry, to_parse, units.cc, units.root)
+        pchs = prelude.build_preludes(index, pool, registry, cache, counts, pch_dir, early, timeout)
+        parse_jobs = []
+        for rel, conf, key in to_parse:
+            pch = pchs.get(plan_of.get(tuple(clang_fe.build_args(registry, conf, rel)))) if rel not in units.cc else None
+            parse_jobs.append(((rel, conf.name, key), ("parse", _parse_job(units, rel, conf, pch))))
+        t0 = time.perf_counter()
+        out = pool.run(parse_jobs, timeout)
+        index.timings["parse"] = time.perf_counter() - t0
+    finally:
+        pool.close()
+        if tmpdir:
+            shutil.rmtree(tmpdir, ignore_errors=True)
+    return out
+
+
+def _parse_job(units: _UnitJobs, rel: str, conf, pch: Optional[str]):
+    base = tuple(clang_fe.build_args(units.registry, conf, rel, compile_commands=units.cc))
+    args = base + (("-include-pch", pch) if pch else ())
+    root = units.root
+    return clang_fe.ParseJob(
+        abspath=str(units.by_path[rel].abspath), relpath=rel, configuration=conf.name, args=args,
+        root=str(root), project_files=frozenset(units.known), conventions=units.conv,
+        fault=units.fault_map.get(rel), unread_bodies=units.tu_unread[rel],
+        withheld=tuple(str(root / p) for p in units.withheld))
+
+
+def _record_parses(index, cache: FileCache, out: dict, results: list, hashes: dict) -> None:
+    """Each pool reply: a result (kept in the cache when the parse succeeded) or a KP901 record."""
+    for (rel, cname, key), (status, res) in sorted(out.items()):
+        if status != "ok":
+            index.unanalyzable.append((rel, limits.pool_reason(status, res, cname)))
+            index.parse_quality.append(ParseQuality(path=rel, configuration=cname, parsed=False, diagnostics=0,
+                                                    errors=0, seconds=0.0))
+            continue
+        if not res.ok:
+            index.unanalyzable.append((rel, limits.parse_reason(res.error, cname)))
+        results.append(res)
+        if res.ok:
+            store_parse(cache, key, rel, res, hashes)

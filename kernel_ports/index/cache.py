@@ -1,0 +1,100 @@
+"""The per-file data cache of the index: where entries live, how their keys are made, the front ends' version.
+
+Entries are data (:mod:`kernel_ports.cachefmt` owns the format): nothing read can run. This module owns the
+key helpers every stage uses (the witness's, the Clang parses', the dependency-keyed copies) and
+:data:`FRONTEND_VERSION`, which folds the front ends' own source into every key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Optional
+
+from kernel_ports import __version__, cachefmt
+
+# the sources whose every change can change what a front end records (index/*.py are added in code_digest)
+_FRONT_END_SOURCES = ("facts.py", "frontend/clang_fe.py", "frontend/witness.py", "frontend/hip.py", "frontend/rust.py",
+                      "frontend/focus.py", "frontend/headers.py", "frontend/isolation.py")
+
+
+def _code_digest() -> str:
+    """The front ends' own source, so a changed extractor never reads stale cache entries."""
+    h = hashlib.sha256(__version__.encode())
+    here = Path(__file__).resolve().parent.parent
+    index_sources = tuple(sorted(p.relative_to(here).as_posix() for p in (here / "index").glob("*.py")))
+    for rel in _FRONT_END_SOURCES[:1] + index_sources + _FRONT_END_SOURCES[1:]:
+        try:
+            h.update((here / rel).read_bytes())
+        except OSError:
+            pass
+    return h.hexdigest()[:16]
+
+
+FRONTEND_VERSION = f"{__version__}+{_code_digest()}"
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class FileCache:
+    """Per-file results under ``<cache>/data-v2``, as data (:mod:`kernel_ports.cachefmt`): nothing read can run.
+
+    A Clang result's key is the file's path and content hash, the tool
+    version, the registry's compile section and conventions, the stub set and
+    the configuration; the entry also records the hashes of the project
+    headers the translation unit included, and is valid only while they match.
+    An entry that cannot be read, is of another format or key, or was damaged
+    is a miss.
+    """
+
+    def __init__(self, root: Optional[Path]):
+        self.root = root / cachefmt.CACHE_SUBDIR if root is not None else None
+
+    def _path(self, key: str) -> Optional[Path]:
+        return None if self.root is None else self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str):
+        p = self._path(key)
+        return None if p is None else cachefmt.read_entry(p, key)
+
+    def put(self, key: str, value) -> None:
+        p = self._path(key)
+        if p is not None:
+            cachefmt.write_entry(p, key, value)
+
+
+def definitions_key(witness_key: str) -> str:
+    return sha(f"d|{witness_key}".encode())
+
+
+def deps_key(key: str, deps: dict) -> str:
+    """The cache key of a parse made with these contents of the files it read."""
+    return sha(f"{key}|{sorted(deps.items())}".encode())
+
+
+def cached_parse(cache: FileCache, key: str, hashes: dict):
+    """The cached Clang result of a unit under ``key``, valid for the current contents of the files it read, or None."""
+    entry = cache.get(key)
+    if entry is not None and not all(hashes.get(d) == h for d, h in entry[0].items()):
+        # an unchanged file includes the same headers: look for the entry
+        # parsed with the headers' current contents
+        entry = cache.get(deps_key(key, {d: hashes.get(d) for d in entry[0]}))
+    if entry is not None:
+        deps, tu_res = entry
+        if all(hashes.get(d) == h for d, h in deps.items()):
+            tu_res.cached = True
+            return tu_res
+    return None
+
+
+def store_parse(cache: FileCache, key: str, rel: str, res, hashes: dict) -> None:
+    """Keep a unit's Clang result under its key and under the contents of the files it read."""
+    # every project file the unit included, not only those with declarations: a header that is all
+    # junk has none, and its fixed version must not be answered with the broken parse
+    read = set(res.files_walked) | {p for edge in res.includes for p in edge}
+    deps = {d: hashes[d] for d in read if d in hashes}
+    deps[rel] = hashes[rel]
+    cache.put(key, (deps, res))
+    cache.put(deps_key(key, deps), (deps, res))

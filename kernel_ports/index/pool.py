@@ -1,0 +1,129 @@
+"""The worker pool the Clang parses and prelude builds run in: one process per worker, a timeout per job, a memory
+limit per process, and a crash, hang or exhausted heap answered as a result (``crash``/``timeout``/``error``)
+that becomes a KP901 record, never the end of the run (:mod:`kernel_ports.limits` judges the replies)."""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing
+import sys
+import time
+from multiprocessing.connection import wait
+from pathlib import Path
+
+from kernel_ports import limits
+from kernel_ports.frontend import clang_fe
+
+
+def _worker_main(conn, memory_mib=0, log_path=None):
+    gc.enable()  # the parent pauses it while it builds the index; a worker parses unit after unit and must collect
+    log = limits.StderrLog(log_path) if log_path else None
+    if log is not None:
+        log.attach()
+    limits.apply_memory_limit(memory_mib)
+    while True:
+        try:
+            job = conn.recv()
+        except (EOFError, OSError):
+            return
+        if job is None:
+            return
+        kind, payload = job
+        try:
+            if kind == "parse":
+                out = clang_fe.parse_translation_unit(payload)
+            else:
+                args, cache_dir, with_stubs = payload
+                out = clang_fe.build_prelude(list(args), Path(cache_dir), with_stubs)
+            reply = ("ok", out)
+        except BaseException as exc:  # report, keep serving
+            reply = ("error", f"{type(exc).__name__}: {exc}")
+        conn.send(limits.judge_reply(reply, log.since_last() if log is not None else "", memory_mib))
+
+
+class ParsePool:
+    def __init__(self, n: int, memory_mib: int = 0):
+        # fork: no re-import of the caller's __main__, and workers start in
+        # milliseconds; the parent never touches libclang, so nothing unsafe is
+        # inherited.  Elsewhere spawn.
+        method = "fork" if sys.platform.startswith("linux") else "spawn"
+        self.ctx = multiprocessing.get_context(method)
+        self.n = max(1, n)
+        self.memory_mib = memory_mib
+        self.workers: list = []
+
+    def _spawn(self):
+        parent, child = self.ctx.Pipe()
+        log = limits.StderrLog.create()
+        p = self.ctx.Process(target=_worker_main, args=(child, self.memory_mib, log.path), daemon=True)
+        p.start()
+        child.close()
+        return [p, parent, None, None, log]  # process, conn, job key, started, its standard error
+
+    def run(self, jobs: list, timeout: float) -> dict:
+        """jobs: [(key, (kind, payload))] -> {key: ("ok", result) | ("error"|"crash"|"timeout", msg)}"""
+        results: dict = {}
+        pending = list(jobs)
+        while len(self.workers) < min(self.n, len(pending)):
+            self.workers.append(self._spawn())
+        while pending or any(w[2] is not None for w in self.workers):
+            for w in self.workers:
+                if w[2] is None and pending:
+                    key, job = pending.pop(0)
+                    try:
+                        w[1].send(job)
+                    except (OSError, BrokenPipeError):
+                        results[key] = ("crash", "the parser process could not be started")
+                        continue
+                    w[2], w[3] = key, time.monotonic()
+            busy = [w for w in self.workers if w[2] is not None]
+            if not busy:
+                continue
+            now = time.monotonic()
+            wait_for = max(0.01, min(w[3] + timeout - now for w in busy))
+            ready = wait([w[1] for w in busy] + [w[0].sentinel for w in busy], timeout=wait_for)
+            for i, w in enumerate(self.workers):
+                if w[2] is None:
+                    continue
+                key = w[2]
+                if w[1] in ready:
+                    try:
+                        results[key] = w[1].recv()
+                        w[2] = None
+                        if results[key][0] in limits.REPLACE_AFTER:  # its heap is not to be trusted any more
+                            self._replace(i, kill=True)
+                        continue
+                    except (EOFError, OSError):
+                        pass
+                if w[0].sentinel in ready or not w[0].is_alive():
+                    w[0].join(timeout=5)
+                    results[key] = limits.judge_death(w[0].exitcode, w[4].since_last(), self.memory_mib)
+                    self._replace(i)
+                elif time.monotonic() - w[3] > timeout:
+                    results[key] = ("timeout", limits.timeout_detail(timeout))
+                    self._replace(i, kill=True)
+        return results
+
+    def _replace(self, i, kill=False):
+        w = self.workers[i]
+        if kill and w[0].is_alive():
+            w[0].kill()
+        w[0].join(timeout=5)
+        w[4].remove()
+        self.workers[i] = self._spawn()
+
+    def close(self):
+        for w in self.workers:
+            try:
+                w[1].send(None)
+            except (OSError, BrokenPipeError):
+                pass
+        for w in self.workers:
+            w[0].join(timeout=2)
+            if w[0].is_alive():
+                w[0].kill()
+                w[0].join(timeout=2)
+            w[4].remove()
+        self.workers = []
+
+
