@@ -228,8 +228,17 @@ def _from_object(o: dict):
 
 def encode(key: str, value) -> bytes:
     """The bytes of an entry holding ``value`` under ``key``; TypeError for a value that is not plain data."""
+    return _with_head(key, *_body(value))
+
+
+def _body(value) -> tuple:
+    """(the JSON body of an entry holding ``value``, its SHA-256): the same for every key it is stored under."""
     body = json.dumps(_to_data(value), separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
-    head = json.dumps({"format": FORMAT, "key": key, "sha256": hashlib.sha256(body).hexdigest()}).encode()
+    return body, hashlib.sha256(body).hexdigest()
+
+
+def _with_head(key: str, body: bytes, digest: str) -> bytes:
+    head = json.dumps({"format": FORMAT, "key": key, "sha256": digest}).encode()
     return head + b"\n" + body
 
 
@@ -268,12 +277,21 @@ def read_entry(path, key: str):
 def write_entry(path: Path, key: str, value) -> bool:
     """Store ``value`` at ``path`` atomically; a value that is not plain data, or a failed write, stores nothing
     (False)."""
-    import tempfile
+    return write_entries([(path, key)], value)
 
+
+def write_entries(places: list, value) -> bool:
+    """Store ``value`` at each ``(path, key)`` of ``places``, encoding it once; False if any was not stored."""
     try:
-        data = encode(key, value)
+        body, digest = _body(value)
     except (TypeError, ValueError, RecursionError):
         return False
+    return all([_write_atomically(path, _with_head(key, body, digest)) for path, key in places])
+
+
+def _write_atomically(path: Path, data: bytes) -> bool:
+    import tempfile
+
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")

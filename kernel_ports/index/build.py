@@ -12,10 +12,7 @@ Per-file results are cached; the joins never are.
 from __future__ import annotations
 
 import gc
-import shutil
-import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -23,10 +20,10 @@ from kernel_ports import cachefmt, limits
 from kernel_ports.facts import ParseQuality
 from kernel_ports.frontend import clang_fe, headers, witness as wit
 from kernel_ports.index import plan, prelude, scan
-from kernel_ports.index.cache import FRONTEND_VERSION, FileCache, cached_parse, sha, store_parse
+from kernel_ports.index.cache import FRONTEND_VERSION, FileCache, cached_parse, sha
 from kernel_ports.index.compiled import compiled_bodies
 from kernel_ports.index.merge import merge_results
-from kernel_ports.index.pool import ParsePool
+from kernel_ports.index.parsing import Parsing, UnitJobs
 from kernel_ports.index.project_index import ProjectIndex
 
 
@@ -43,21 +40,6 @@ def build_index(registry, files, *, jobs: int = 2, use_cache: bool = True, cache
     finally:
         if collecting:
             gc.enable()
-
-
-@dataclass
-class _UnitJobs:
-    """What every parse job of a run shares."""
-
-    registry: object
-    root: Path
-    conv: object
-    by_path: dict
-    known: set
-    cc: dict
-    fault_map: dict
-    tu_unread: dict
-    withheld: tuple
 
 
 def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_commands, timeout, withheld) -> ProjectIndex:
@@ -106,22 +88,19 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
 
     # ---- 3. Clang parses (cache, prelude, pool)
     comp_key = _compile_key(registry, conv, root, cc, withheld)
-    units = _UnitJobs(registry=registry, root=root, conv=conv, by_path=by_path, known=known, cc=cc,
-                      fault_map=plan.faults(), tu_unread=tu_unread, withheld=withheld)
-    results: list = []
-    to_parse = []
-    for rel, conf in jobs_wanted:
-        key = sha(f"c|{comp_key}|{conf.name}|{conf.defines}|{rel}|{hashes[rel]}|{sha(repr(sorted(tu_unread[rel])).encode())}"
-                  f"|{tu_sees[rel]}".encode())
-        tu_res = cached_parse(cache, key, hashes) if rel not in units.fault_map else None
-        if tu_res is not None:
-            results.append(tu_res)
-            continue
-        to_parse.append((rel, conf, key))
-    index.timings["cache_lookup"] = time.perf_counter() - t_start
-    if to_parse:
-        out = _parse(index, units, cache, to_parse, early, jobs, bounds, timeout)
-        _record_parses(index, cache, out, results, hashes)
+    units = UnitJobs(registry=registry, root=root, conv=conv, by_path=by_path, known=known, cc=cc,
+                     fault_map=plan.faults(), tu_unread=tu_unread, withheld=withheld,
+                     tu_weight=plan.unit_weights(tus, wgraph, by_path))
+    wanted = [(rel, conf, sha(f"c|{comp_key}|{conf.name}|{conf.defines}|{rel}|{hashes[rel]}|"
+                              f"{sha(repr(sorted(tu_unread[rel])).encode())}|{tu_sees[rel]}".encode()))
+              for rel, conf in jobs_wanted]
+    parsing = Parsing(index, units, cache, hashes, early, jobs, bounds, timeout)
+    try:
+        results = _cached_or_started(index, parsing, cache, wanted, hashes, t_start)
+        out = parsing.finish()
+    finally:
+        parsing.close()
+    _record_parses(index, out, results)
     if early is not None and early.is_alive():
         prelude.join_early(early, 0)  # nothing was parsed after all (every unit came from the cache)
     index.clang_files = sorted((r.path, r.configuration) for r in results if r.ok)
@@ -143,42 +122,32 @@ def _compile_key(registry, conv, root: Path, cc: dict, withheld: tuple) -> str:
                      conv, headers.resolve_for(registry).digest, FRONTEND_VERSION, sorted(cc.items()), withheld)).encode())[:24]
 
 
-def _parse(index, units: _UnitJobs, cache: FileCache, to_parse: list, early, jobs: int, bounds, timeout: float) -> dict:
-    """Build the preludes worth having, then parse ``to_parse`` in the pool: (rel, configuration, key) -> reply."""
-    registry = units.registry
-    pool = ParsePool(min(jobs, len(to_parse)) if jobs else 1, bounds.parser_memory_mib)
-    tmpdir = None
-    try:
-        pch_dir = (cache.root / "pch") if cache.root is not None else Path(tmpdir := tempfile.mkdtemp(prefix="kp-pch-"))
-        plan_of, counts = prelude.plan_preludes(registry, to_parse, units.cc, units.root)
-        pchs = prelude.build_preludes(index, pool, registry, cache, counts, pch_dir, early, timeout)
-        parse_jobs = []
-        for rel, conf, key in to_parse:
-            pch = pchs.get(plan_of.get(tuple(clang_fe.build_args(registry, conf, rel)))) if rel not in units.cc else None
-            parse_jobs.append(((rel, conf.name, key), ("parse", _parse_job(units, rel, conf, pch))))
-        t0 = time.perf_counter()
-        out = pool.run(parse_jobs, timeout)
-        index.timings["parse"] = time.perf_counter() - t0
-    finally:
-        pool.close()
-        if tmpdir:
-            shutil.rmtree(tmpdir, ignore_errors=True)
-    return out
+def _cached_or_started(index, parsing: Parsing, cache: FileCache, wanted: list, hashes: dict, t_start: float) -> list:
+    """The cached results of ``wanted``, in order; the parses of the rest started in ``parsing``. A unit without
+    an entry starts parsing before any entry is decoded; one whose entry turns out stale or damaged, after."""
+    fault_map = parsing.units.fault_map
+    sure = [(rel, conf, key) for rel, conf, key in wanted if rel in fault_map or not cache.has(key)]
+    if sure:
+        parsing.start(sure)
+    started = {key for _, _, key in sure}
+    results: list = []
+    late = []
+    for rel, conf, key in wanted:
+        if key in started:
+            continue
+        tu_res = cached_parse(cache, key, hashes)
+        if tu_res is not None:
+            results.append(tu_res)
+            continue
+        late.append((rel, conf, key))
+    index.timings["cache_lookup"] = time.perf_counter() - t_start
+    if late:
+        parsing.start(late)
+    return results
 
 
-def _parse_job(units: _UnitJobs, rel: str, conf, pch: Optional[str]):
-    base = tuple(clang_fe.build_args(units.registry, conf, rel, compile_commands=units.cc))
-    args = base + (("-include-pch", pch) if pch else ())
-    root = units.root
-    return clang_fe.ParseJob(
-        abspath=str(units.by_path[rel].abspath), relpath=rel, configuration=conf.name, args=args,
-        root=str(root), project_files=frozenset(units.known), conventions=units.conv,
-        fault=units.fault_map.get(rel), unread_bodies=units.tu_unread[rel],
-        withheld=tuple(str(root / p) for p in units.withheld))
-
-
-def _record_parses(index, cache: FileCache, out: dict, results: list, hashes: dict) -> None:
-    """Each pool reply: a result (kept in the cache when the parse succeeded) or a KP901 record."""
+def _record_parses(index, out: dict, results: list) -> None:
+    """Each pool reply: a result (the worker kept it in the cache when the parse succeeded) or a KP901 record."""
     for (rel, cname, key), (status, res) in sorted(out.items()):
         if status != "ok":
             index.unanalyzable.append((rel, limits.pool_reason(status, res, cname)))
@@ -188,5 +157,3 @@ def _record_parses(index, cache: FileCache, out: dict, results: list, hashes: di
         if not res.ok:
             index.unanalyzable.append((rel, limits.parse_reason(res.error, cname)))
         results.append(res)
-        if res.ok:
-            store_parse(cache, key, rel, res, hashes)

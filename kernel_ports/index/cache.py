@@ -64,6 +64,16 @@ class FileCache:
         if p is not None:
             cachefmt.write_entry(p, key, value)
 
+    def put_many(self, keys: list, value) -> None:
+        """The same value under several keys, encoded once."""
+        if self.root is not None:
+            cachefmt.write_entries([(self._path(k), k) for k in keys], value)
+
+    def has(self, key: str) -> bool:
+        """Whether an entry file is there (not whether it is valid: reading it says that)."""
+        p = self._path(key)
+        return p is not None and p.is_file()
+
 
 def definitions_key(witness_key: str) -> str:
     return sha(f"d|{witness_key}".encode())
@@ -96,5 +106,4 @@ def store_parse(cache: FileCache, key: str, rel: str, res, hashes: dict) -> None
     read = set(res.files_walked) | {p for edge in res.includes for p in edge}
     deps = {d: hashes[d] for d in read if d in hashes}
     deps[rel] = hashes[rel]
-    cache.put(key, (deps, res))
-    cache.put(deps_key(key, deps), (deps, res))
+    cache.put_many([key, deps_key(key, deps)], (deps, res))

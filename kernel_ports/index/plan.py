@@ -201,6 +201,12 @@ def parse_jobs_wanted(registry, tus: set, wgraph: nx.DiGraph, witnessed: dict, u
     return tu_unread, tu_sees, jobs_wanted
 
 
+def unit_weights(tus: set, wgraph: nx.DiGraph, by_path: dict) -> dict:
+    """tu -> bytes of it and the project files it includes: what its parse roughly costs, to start the dear first."""
+    return {tu: sum(len(by_path[s].data) for s in {tu} | set(nx.descendants(wgraph, tu)) if s in by_path)
+            for tu in tus}
+
+
 def faults() -> dict:
     """Test hook: KERNEL_PORTS_FE_FAULT="path=crash;other=hang" makes a parse fail on purpose."""
     spec = os.environ.get("KERNEL_PORTS_FE_FAULT", "")

@@ -128,7 +128,7 @@ def build_preludes(index, pool, registry, cache, counts: dict, pch_dir: Path, ea
         if built.is_file():
             pchs[plan] = str(built)  # built by an earlier run: worth it for a single file too
         elif n >= _prelude_min_files(registry, cache):
-            pre_jobs.append((plan, ("prelude", (pre_args, str(pch_dir), with_stubs))))
+            pre_jobs.append((plan, ("prelude", (pre_args, str(pch_dir), with_stubs), None)))
     if pre_jobs:
         for a, (status, out) in pool.run(pre_jobs, timeout).items():
             if status == "ok" and out:

@@ -20,13 +20,13 @@ mlx::core::fast::CustomKernelFunction make_%(n)s() {
 
 def _record_parse_jobs(monkeypatch):
     jobs = []
-    real = ParsePool.run
+    real = ParsePool.submit
 
-    def run(self, todo, timeout):
-        jobs.extend(job for _, (kind, job) in todo if kind == "parse")
-        return real(self, todo, timeout)
+    def submit(self, todo):
+        jobs.extend(job for _, (kind, job, _) in todo if kind == "parse")
+        return real(self, todo)
 
-    monkeypatch.setattr(ParsePool, "run", run)
+    monkeypatch.setattr(ParsePool, "submit", submit)
     return jobs
 
 
