@@ -40,7 +40,7 @@ import os
 import sys
 from pathlib import Path
 
-FORMAT = "kernel-ports-cache/4"
+FORMAT = "kernel-ports-cache/5"
 MAX_ENTRY_BYTES = 256 * 1024 * 1024
 # The entries' directory under the cache directory. Entries of earlier versions (``v1`` held pickles) live
 # elsewhere and are never read.
@@ -228,10 +228,10 @@ def _from_object(o: dict):
 
 def encode(key: str, value) -> bytes:
     """The bytes of an entry holding ``value`` under ``key``; TypeError for a value that is not plain data."""
-    return _with_head(key, *_body(value))
+    return _with_head(key, *encode_body(value))
 
 
-def _body(value) -> tuple:
+def encode_body(value) -> tuple:
     """(the JSON body of an entry holding ``value``, its SHA-256): the same for every key it is stored under."""
     body = json.dumps(_to_data(value), separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
     return body, hashlib.sha256(body).hexdigest()
@@ -283,10 +283,15 @@ def write_entry(path: Path, key: str, value) -> bool:
 def write_entries(places: list, value) -> bool:
     """Store ``value`` at each ``(path, key)`` of ``places``, encoding it once; False if any was not stored."""
     try:
-        body, digest = _body(value)
+        body, digest = encode_body(value)
     except (TypeError, ValueError, RecursionError):
         return False
-    return all([_write_atomically(path, _with_head(key, body, digest)) for path, key in places])
+    return all([write_encoded(path, key, body, digest) for path, key in places])
+
+
+def write_encoded(path: Path, key: str, body: bytes, digest: str) -> bool:
+    """Store a body made by :func:`encode_body` at ``path`` under ``key``."""
+    return _write_atomically(path, _with_head(key, body, digest))
 
 
 def _write_atomically(path: Path, data: bytes) -> bool:

@@ -132,10 +132,11 @@ def _cached_or_started(index, parsing: Parsing, cache: FileCache, wanted: list, 
     started = {key for _, _, key in sure}
     results: list = []
     late = []
+    shared: dict = {}  # the header function groups decoded so far (cache.store_parse)
     for rel, conf, key in wanted:
         if key in started:
             continue
-        tu_res = cached_parse(cache, key, hashes)
+        tu_res = cached_parse(cache, key, hashes, shared)
         if tu_res is not None:
             results.append(tu_res)
             continue

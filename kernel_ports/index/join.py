@@ -26,7 +26,7 @@ class Joiner:
                 cur = self.functions.get(info.usr)
                 if cur is None:
                     self.functions[info.usr] = info
-                else:
+                elif cur is not info:  # units that read one header share its records (index/cache.py): no-op
                     self._merge_fn(cur, info)
                 self.fn_configs.setdefault(info.usr, set()).add(r.configuration)
         # callers: callee usr -> [(caller usr, edge)]

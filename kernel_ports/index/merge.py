@@ -218,6 +218,15 @@ class _HolderMethods:
     def __init__(self, j):
         self.j = j
         self.method_builds: dict = {}
+        self._methods_named: Optional[dict] = None  # method name -> [(usr, info)] of the methods, in function order
+
+    def _named(self, method: str) -> list:
+        if self._methods_named is None:
+            self._methods_named = {}
+            for usr, f in self.j.functions.items():
+                if f.is_method_of:
+                    self._methods_named.setdefault(f.name, []).append((usr, f))
+        return self._methods_named.get(method, [])
 
     def factories(self, accessor_usr, method) -> list:
         """Factory calls reached by `method` of the holder type the accessor returns."""
@@ -228,8 +237,8 @@ class _HolderMethods:
             found = []
             if info is not None and method and info.returns_ref:
                 cls = re.sub(r"<.*", "", info.returns_ref).split("::")[-1]
-                for usr, f in j.functions.items():
-                    if f.name == method and f.is_method_of and re.sub(r"<.*", "", f.is_method_of).split("::")[-1] == cls:
+                for usr, f in self._named(method):
+                    if re.sub(r"<.*", "", f.is_method_of).split("::")[-1] == cls:
                         found += j.reach_from(usr, {})[0]
             method_builds[key] = found
         return method_builds[key]
