@@ -3,8 +3,8 @@ limit per process, and a crash, hang or exhausted heap answered as a result (``c
 that becomes a KP901 record, never the end of the run (:mod:`kernel_ports.limits` judges the replies).
 
 Jobs are submitted and run while the caller does other work (it decodes the cached results of the other units
-while the changed ones parse), and a worker writes the cache entry of a successful parse itself, so encoding
-runs beside the other worker's parse rather than after every parse in the parent.
+while the changed ones parse), and a worker writes the cache entry of a successful parse itself, after sending
+the result, so encoding runs beside the other worker's parse rather than after every parse in the parent.
 """
 
 from __future__ import annotations
@@ -45,9 +45,9 @@ def _worker_main(conn, memory_mib=0, log_path=None, cache=None, hashes=None):
         except BaseException as exc:  # report, keep serving
             reply = ("error", f"{type(exc).__name__}: {exc}")
         reply = limits.judge_reply(reply, log.since_last() if log is not None else "", memory_mib)
+        conn.send(reply)  # first: the parent may be waiting for this unit alone
         if store is not None and cache is not None and reply[0] == "ok" and reply[1].ok:
             _store(cache, store, reply[1], hashes)
-        conn.send(reply)
 
 
 def _store(cache, store: tuple, res, hashes: dict) -> None:
@@ -168,7 +168,7 @@ class ParsePool:
             except (OSError, BrokenPipeError):
                 pass
         for w in self.workers:
-            w[0].join(timeout=2)
+            w[0].join(timeout=10)  # an idle worker exits at once; one still writing its last entry, soon after
             if w[0].is_alive():
                 w[0].kill()
                 w[0].join(timeout=2)
