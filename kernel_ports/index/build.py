@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gc
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -49,33 +50,62 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
     root = Path(registry.root).resolve()
     index = ProjectIndex()
     cache = FileCache(Path(cache_dir) if cache_dir is not None else cachefmt.default_cache_dir()) if use_cache else FileCache(None)
-    names = wit.WitnessNames.from_registry(registry)
-    conv = clang_fe.Conventions.from_registry(registry)
     files = sorted(files, key=lambda f: f.path)
-    by_path = {f.path: f for f in files}
     hashes = {f.path: sha(f.data) for f in files}
     cpp_files = [f for f in files if wit.is_cpp_file(f.path)]
-    rust_files = [f for f in files if f.path.endswith(".rs")]
+    compile_commands = compile_commands or registry.compile.compile_commands
+    early = prelude.start_early_prelude(registry, root, cache, cpp_files, compile_commands) if use_cache else None
+    parsing = Parsing(index, cache, hashes, jobs, bounds, timeout)
+    try:
+        if cpp_files:
+            parsing.spawn_workers()
+        parsing.early = early
+        run = _Run(registry=registry, root=root, index=index, cache=cache, files=files, by_path={f.path: f for f in files},
+                   hashes=hashes, compile_commands=compile_commands, withheld=withheld, t_start=t_start)
+        _index(run, parsing, cpp_files)
+    finally:
+        parsing.close()  # after the joins: a worker may still be writing its last entry meanwhile
+    index.timings["total"] = time.perf_counter() - t_start
+    return index
+
+
+@dataclass
+class _Run:
+    """The inputs every stage of one build reads."""
+
+    registry: object
+    root: Path
+    index: ProjectIndex
+    cache: FileCache
+    files: list
+    by_path: dict
+    hashes: dict
+    compile_commands: object
+    withheld: tuple
+    t_start: float
+
+
+def _index(run: _Run, parsing: Parsing, cpp_files: list) -> None:
+    registry, root, index, cache, hashes, by_path = run.registry, run.root, run.index, run.cache, run.hashes, run.by_path
+    names = wit.WitnessNames.from_registry(registry)
+    conv = clang_fe.Conventions.from_registry(registry)
+    rust_files = [f for f in run.files if f.path.endswith(".rs")]
     index.files_scanned = [f.path for f in cpp_files + rust_files]
     names_key = sha(names.stable_repr().encode())[:16]
     seams = [s.name for s in registry.conventions.test_seams]
-
-    early = prelude.start_early_prelude(registry, root, cache, cpp_files,
-                                        compile_commands or registry.compile.compile_commands) if use_cache else None
 
     # ---- 1. witness + Rust (cached by content)
     witnessed, definitions, parser = scan.read_cpp_files(index, cache, cpp_files, hashes, names, names_key)
     scan.read_rust_files(index, cache, rust_files, hashes, seams)
     cpp_files = [f for f in cpp_files if f.path in witnessed]  # a file the witness could not read is KP901 already
-    index.timings["witness"] = time.perf_counter() - t_start
+    index.timings["witness"] = time.perf_counter() - run.t_start
 
     # ---- 2. which files, which configurations
     known = set(by_path)
     search = plan.include_search(registry, root)
     wgraph = plan.witness_include_graph(witnessed, known, search)
     tus = plan.translation_units(witnessed, wgraph)
-    cc_path = compile_commands or registry.compile.compile_commands
-    cc = plan.load_compile_commands(Path(cc_path) if cc_path else None, root)
+    cc = plan.load_compile_commands(Path(run.compile_commands) if run.compile_commands else None, root)
     index.headers = dict(headers.resolve_for(registry).as_dict(), **({"compile_commands": len(cc)} if cc else {}))
     if tus:
         clang_fe.builtin_include_dir()
@@ -87,22 +117,17 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
     tu_unread, tu_sees, jobs_wanted = plan.parse_jobs_wanted(registry, tus, wgraph, witnessed, unread)
 
     # ---- 3. Clang parses (cache, prelude, pool)
-    comp_key = _compile_key(registry, conv, root, cc, withheld)
-    units = UnitJobs(registry=registry, root=root, conv=conv, by_path=by_path, known=known, cc=cc,
-                     fault_map=plan.faults(), tu_unread=tu_unread, withheld=withheld,
-                     tu_weight=plan.unit_weights(tus, wgraph, by_path))
+    comp_key = _compile_key(registry, conv, root, cc, run.withheld)
+    parsing.units = UnitJobs(registry=registry, root=root, conv=conv, by_path=by_path, known=known, cc=cc,
+                             fault_map=plan.faults(), tu_unread=tu_unread, withheld=run.withheld,
+                             tu_weight=plan.unit_weights(tus, wgraph, by_path))
     wanted = [(rel, conf, sha(f"c|{comp_key}|{conf.name}|{conf.defines}|{rel}|{hashes[rel]}|"
                               f"{sha(repr(sorted(tu_unread[rel])).encode())}|{tu_sees[rel]}".encode()))
               for rel, conf in jobs_wanted]
-    parsing = Parsing(index, units, cache, hashes, early, jobs, bounds, timeout)
-    try:
-        results = _cached_or_started(index, parsing, cache, wanted, hashes, t_start)
-        out = parsing.finish()
-    finally:
-        parsing.close()
-    _record_parses(index, out, results)
-    if early is not None and early.is_alive():
-        prelude.join_early(early, 0)  # nothing was parsed after all (every unit came from the cache)
+    results = _cached_or_started(index, parsing, cache, wanted, hashes, run.t_start)
+    _record_parses(index, parsing.finish(), results)
+    if parsing.early is not None and parsing.early.is_alive():
+        prelude.join_early(parsing.early, 0)  # nothing was parsed after all (every unit came from the cache)
     index.clang_files = sorted((r.path, r.configuration) for r in results if r.ok)
 
     # ---- 4. merge and join
@@ -110,8 +135,6 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
     merge_results(index, registry, results, witnessed, conv)
     compiled_bodies(index, by_path, known, search, cache)
     index.timings["join"] = time.perf_counter() - t0
-    index.timings["total"] = time.perf_counter() - t_start
-    return index
 
 
 def _compile_key(registry, conv, root: Path, cc: dict, withheld: tuple) -> str:

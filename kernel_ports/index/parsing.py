@@ -37,24 +37,36 @@ class UnitJobs:
 
 class Parsing:
     """``start`` batches of (unit, configuration, cache key), then ``finish``: (unit, configuration, key) -> reply.
-    ``close`` always (it ends the workers and removes a temporary prelude folder)."""
+    ``close`` always (it ends the workers and removes a temporary prelude folder). ``units`` and ``early`` (the
+    background prelude build) are set once the plan is made."""
 
-    def __init__(self, index, units: UnitJobs, cache, hashes: dict, early, jobs: int, bounds, timeout: float):
-        self.index, self.units, self.cache, self.hashes, self.early = index, units, cache, hashes, early
+    def __init__(self, index, cache, hashes: dict, jobs: int, bounds, timeout: float):
+        self.index, self.cache, self.hashes = index, cache, hashes
         self.jobs, self.bounds, self.timeout = jobs, bounds, timeout
+        self.units: Optional[UnitJobs] = None
+        self.early = None
         self.pool: Optional[ParsePool] = None
         self.tmpdir: Optional[str] = None
         self.pch_dir: Optional[Path] = None
         self.started: Optional[float] = None
 
-    def start(self, to_parse: list) -> None:
-        registry, units = self.units.registry, self.units
+    def spawn_workers(self) -> None:
+        """Start the workers now, while this process is small: forked later, after the cached results are
+        loaded, every page this process then writes while they run would be copied first."""
+        self._pool().spawn(self.jobs or 1)
+
+    def _pool(self) -> ParsePool:
         if self.pool is None:
             store_in = self.cache if self.cache.root is not None else None
             self.pool = ParsePool(self.jobs or 1, self.bounds.parser_memory_mib, store_in, self.hashes)
             self.pch_dir = (self.cache.root / "pch") if self.cache.root is not None \
                 else Path(tmpdir := tempfile.mkdtemp(prefix="kp-pch-"))
             self.tmpdir = None if self.cache.root is not None else tmpdir
+        return self.pool
+
+    def start(self, to_parse: list) -> None:
+        registry, units = self.units.registry, self.units
+        self._pool()
         # largest first: with a few workers, a long parse started last would run alone at the end
         to_parse = sorted(to_parse, key=lambda job: -units.tu_weight.get(job[0], 0))
         plan_of, counts = prelude.plan_preludes(registry, to_parse, units.cc, units.root)
@@ -69,8 +81,8 @@ class Parsing:
         self.pool.submit(parse_jobs)
 
     def finish(self) -> dict:
-        if self.pool is None:
-            return {}
+        if self.pool is None or self.started is None:
+            return {}  # nothing was submitted (workers may be waiting: close ends them)
         out = self.pool.finish(self.timeout)
         self.index.timings["parse"] = time.perf_counter() - self.started
         return out

@@ -89,6 +89,11 @@ class ParsePool:
         child.close()
         return [p, parent, None, None, log]  # process, conn, job key, started, its standard error
 
+    def spawn(self, count: int) -> None:
+        """Have ``count`` workers (at most n) before any job is there."""
+        while len(self.workers) < min(self.n, count):
+            self.workers.append(self._spawn())
+
     def submit(self, jobs: list) -> None:
         """Queue jobs and hand one to each idle worker; they run while the caller goes on."""
         self.pending.extend(jobs)
