@@ -23,6 +23,7 @@ from kernel_ports.frontend import clang_fe, headers, witness as wit
 from kernel_ports.index import plan, prelude, scan
 from kernel_ports.index.cache import FRONTEND_VERSION, FileCache, cached_parse, sha
 from kernel_ports.index.compiled import compiled_bodies
+from kernel_ports.index.join import FunctionTable
 from kernel_ports.index.merge import merge_results
 from kernel_ports.index.parsing import Parsing, UnitJobs
 from kernel_ports.index.project_index import ProjectIndex
@@ -125,6 +126,8 @@ def _index(run: _Run, parsing: Parsing, cpp_files: list) -> None:
                               f"{sha(repr(sorted(tu_unread[rel])).encode())}|{tu_sees[rel]}".encode()))
               for rel, conf in jobs_wanted]
     results = _cached_or_started(index, parsing, cache, wanted, hashes, run.t_start)
+    table = FunctionTable()
+    table.add(results)  # while the changed units parse
     _record_parses(index, parsing.finish(), results)
     if parsing.early is not None and parsing.early.is_alive():
         prelude.join_early(parsing.early, 0)  # nothing was parsed after all (every unit came from the cache)
@@ -132,7 +135,7 @@ def _index(run: _Run, parsing: Parsing, cpp_files: list) -> None:
 
     # ---- 4. merge and join
     t0 = time.perf_counter()
-    merge_results(index, registry, results, witnessed, conv)
+    merge_results(index, registry, results, witnessed, conv, table)
     compiled_bodies(index, by_path, known, search, cache)
     index.timings["join"] = time.perf_counter() - t0
 

@@ -14,21 +14,36 @@ from kernel_ports.facts import ChainStep
 from kernel_ports.frontend import clang_fe
 
 
-class Joiner:
-    def __init__(self, index, registry, results: list, conv):
-        self.index = index
-        self.registry = registry
-        self.conv = conv
+class FunctionTable:
+    """The function records of the results merged by USR, in the order the results are added (the build adds the
+    cached ones while the changed units still parse)."""
+
+    def __init__(self):
         self.functions: dict = {}
         self.fn_configs: dict = {}
+        self.added = 0  # how many results, from the front of the build's list
+
+    def add(self, results: list) -> None:
         for r in results:
             for info in r.functions:
                 cur = self.functions.get(info.usr)
                 if cur is None:
                     self.functions[info.usr] = info
                 elif cur is not info:  # units that read one header share its records (index/cache.py): no-op
-                    self._merge_fn(cur, info)
+                    Joiner._merge_fn(cur, info)
                 self.fn_configs.setdefault(info.usr, set()).add(r.configuration)
+        self.added += len(results)
+
+
+class Joiner:
+    def __init__(self, index, registry, results: list, conv, table: "FunctionTable | None" = None):
+        self.index = index
+        self.registry = registry
+        self.conv = conv
+        table = table if table is not None else FunctionTable()
+        table.add(results[table.added:])
+        self.functions: dict = table.functions
+        self.fn_configs: dict = table.fn_configs
         # callers: callee usr -> [(caller usr, edge)]
         self.callers: dict = {}
         for usr, info in self.functions.items():

@@ -66,9 +66,10 @@ def _forwarded(info) -> Optional[str]:
     return ref[2]
 
 
-def merge_results(index, registry, results: list, witnessed: dict, conv) -> None:
-    """Every fact of ``results`` (one per unit and configuration), merged and joined, into ``index``."""
-    j = Joiner(index, registry, results, conv)
+def merge_results(index, registry, results: list, witnessed: dict, conv, table=None) -> None:
+    """Every fact of ``results`` (one per unit and configuration), merged and joined, into ``index``; ``table``
+    (:class:`~.join.FunctionTable`) may hold the function records of the first of them already."""
+    j = Joiner(index, registry, results, conv, table)
     index.functions = j.functions
     _graphs(index, results, witnessed, j)
     _plain_facts(index, results)
