@@ -40,7 +40,7 @@ import os
 import sys
 from pathlib import Path
 
-FORMAT = "kernel-ports-cache/4"
+FORMAT = "kernel-ports-cache/5"
 MAX_ENTRY_BYTES = 256 * 1024 * 1024
 # The entries' directory under the cache directory. Entries of earlier versions (``v1`` held pickles) live
 # elsewhere and are never read.
@@ -228,8 +228,17 @@ def _from_object(o: dict):
 
 def encode(key: str, value) -> bytes:
     """The bytes of an entry holding ``value`` under ``key``; TypeError for a value that is not plain data."""
+    return _with_head(key, *encode_body(value))
+
+
+def encode_body(value) -> tuple:
+    """(the JSON body of an entry holding ``value``, its SHA-256): the same for every key it is stored under."""
     body = json.dumps(_to_data(value), separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
-    head = json.dumps({"format": FORMAT, "key": key, "sha256": hashlib.sha256(body).hexdigest()}).encode()
+    return body, hashlib.sha256(body).hexdigest()
+
+
+def _with_head(key: str, body: bytes, digest: str) -> bytes:
+    head = json.dumps({"format": FORMAT, "key": key, "sha256": digest}).encode()
     return head + b"\n" + body
 
 
@@ -268,12 +277,26 @@ def read_entry(path, key: str):
 def write_entry(path: Path, key: str, value) -> bool:
     """Store ``value`` at ``path`` atomically; a value that is not plain data, or a failed write, stores nothing
     (False)."""
-    import tempfile
+    return write_entries([(path, key)], value)
 
+
+def write_entries(places: list, value) -> bool:
+    """Store ``value`` at each ``(path, key)`` of ``places``, encoding it once; False if any was not stored."""
     try:
-        data = encode(key, value)
+        body, digest = encode_body(value)
     except (TypeError, ValueError, RecursionError):
         return False
+    return all([write_encoded(path, key, body, digest) for path, key in places])
+
+
+def write_encoded(path: Path, key: str, body: bytes, digest: str) -> bool:
+    """Store a body made by :func:`encode_body` at ``path`` under ``key``."""
+    return _write_atomically(path, _with_head(key, body, digest))
+
+
+def _write_atomically(path: Path, data: bytes) -> bool:
+    import tempfile
+
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")

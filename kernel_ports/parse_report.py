@@ -58,10 +58,10 @@ def _causes(registry, ranked) -> dict:
     confs = {c.name: c for c in registry.compile.configurations}
     cc = {}
     if registry.compile.compile_commands is not None:
-        from kernel_ports.index import _load_compile_commands
+        from kernel_ports.index.plan import load_compile_commands
 
         try:
-            cc = _load_compile_commands(registry.compile.compile_commands, registry.root)
+            cc = load_compile_commands(registry.compile.compile_commands, registry.root)
         except Exception:  # unreadable: the check has said so already
             cc = {}
     out = {}

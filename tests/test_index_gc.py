@@ -10,15 +10,15 @@ from tests.conftest import REGISTRY
 def test_collector_state_is_restored(tmp_path):
     registry = load_registry(REGISTRY)
     seen = []
-    import kernel_ports.index as index_mod
+    import kernel_ports.index.build as build_mod
 
-    real = index_mod._merge
+    real = build_mod.merge_results
 
     def spy(*args):
         seen.append(gc.isenabled())
         return real(*args)
 
-    index_mod._merge, saved = spy, index_mod._merge
+    build_mod.merge_results, saved = spy, build_mod.merge_results
     try:
         assert gc.isenabled()
         build_index(registry, [], jobs=1, cache_dir=tmp_path)
@@ -30,4 +30,4 @@ def test_collector_state_is_restored(tmp_path):
         finally:
             gc.enable()
     finally:
-        index_mod._merge = saved
+        build_mod.merge_results = saved

@@ -56,10 +56,10 @@ def find_compile_commands(root: Path) -> Path | None:
 
 def _compile_commands_dirs(path: Path, root: Path) -> list:
     """The -I/-iquote/-isystem folders of a compile_commands.json (read as data, never run)."""
-    from kernel_ports.index import _load_compile_commands
+    from kernel_ports.index.plan import load_compile_commands
 
     dirs: dict = {}
-    for rel, flags in _load_compile_commands(path, root).items():
+    for rel, flags in load_compile_commands(path, root).items():
         i = 0
         while i < len(flags):
             f = flags[i]

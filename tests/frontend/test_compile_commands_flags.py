@@ -9,7 +9,7 @@ import pytest
 
 from helpers import files_under, make_registry, write_tree
 
-from kernel_ports.index import _load_compile_commands, build_index
+from kernel_ports.index import build_index, load_compile_commands
 
 HOSTILE = ["c++", "-Xclang", "-load", "-Xclang", "/nonexistent/evil.so", "-fplugin=/nonexistent/evil.so",
            "-fpass-plugin=/nonexistent/pass.so", "-Xclang", "-plugin", "-Xclang", "evil", "@resp.rsp",
@@ -21,7 +21,7 @@ def test_plugin_loads_and_response_files_are_dropped(tmp_path):
     cc = tmp_path / "compile_commands.json"
     cc.write_text(json.dumps([{"directory": str(tmp_path), "file": "src/a.cpp", "arguments": HOSTILE},
                               {"directory": str(tmp_path), "file": "src/b.cpp", "command": " ".join(HOSTILE[:-1] + ["src/b.cpp"])}]))
-    flags = _load_compile_commands(cc, tmp_path.resolve())
+    flags = load_compile_commands(cc, tmp_path.resolve())
     expected = ["-DKEPT=1", f"-I{(tmp_path / 'inc').resolve()}", "-std=c++17"]
     assert flags == {"src/a.cpp": expected, "src/b.cpp": expected}
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel_ports import index as index_mod
+from kernel_ports.index import build_index, plan
 from kernel_ports.checkers import Context, all_rules
 from kernel_ports.frontend import focus
 from kernel_ports.frontend import witness as wit
@@ -109,13 +109,13 @@ def both(tmp_path_factory):
     registry = load_registry(reg_path)
     scope = resolve_scope(registry)
     cache = out / "cache"  # shared: a unit with nothing left unread has the same key in both builds
-    focused = index_mod.build_index(registry, scope.files, jobs=2, cache_dir=cache)
-    saved = index_mod.FOCUS
-    index_mod.FOCUS = False
+    focused = build_index(registry, scope.files, jobs=2, cache_dir=cache)
+    saved = plan.FOCUS
+    plan.FOCUS = False
     try:
-        full = index_mod.build_index(registry, scope.files, jobs=2, cache_dir=cache)
+        full = build_index(registry, scope.files, jobs=2, cache_dir=cache)
     finally:
-        index_mod.FOCUS = saved
+        plan.FOCUS = saved
     return registry, scope, focused, full
 
 
@@ -177,7 +177,7 @@ mlx::core::fast::CustomKernelFunction make_%(n)s() {
     reg = make_registry(root)
 
     def unread(cache):
-        idx = index_mod.build_index(reg, files_under(root), jobs=2, cache_dir=cache)
+        idx = build_index(reg, files_under(root), jobs=2, cache_dir=cache)
         return sorted(i.name for i in idx.functions.values() if not i.body_walked)
 
     assert unread(tmp_path / "c") == ["pad_0", "pad_1", "pad_2"]

@@ -4,9 +4,9 @@ a file (a prelude Clang rejects is dropped for that parse)."""
 from pathlib import Path
 
 from helpers import files_under, make_registry, write_tree
-from kernel_ports import index as index_mod
 from kernel_ports.frontend import clang
 from kernel_ports.index import build_index
+from kernel_ports.index.pool import ParsePool
 
 LAUNCHER = r'''#include <vector>
 #include "mlx/mlx.h"
@@ -20,13 +20,13 @@ mlx::core::fast::CustomKernelFunction make_%(n)s() {
 
 def _record_parse_jobs(monkeypatch):
     jobs = []
-    real = index_mod._Pool.run
+    real = ParsePool.submit
 
-    def run(self, todo, timeout):
-        jobs.extend(job for _, (kind, job) in todo if kind == "parse")
-        return real(self, todo, timeout)
+    def submit(self, todo):
+        jobs.extend(job for _, (kind, job, _) in todo if kind == "parse")
+        return real(self, todo)
 
-    monkeypatch.setattr(index_mod._Pool, "run", run)
+    monkeypatch.setattr(ParsePool, "submit", submit)
     return jobs
 
 
@@ -102,7 +102,7 @@ mlx::core::array launch(const mlx::core::array& x) {
 
 def _same_facts_with_stubs_prelude(reg, rel, tmp_path):
     from kernel_ports.facts import to_jsonable
-    from kernel_ports.index import _prelude_args
+    from kernel_ports.index.prelude import prelude_args
 
     root = Path(reg.root).resolve()
     conv = clang.Conventions.from_registry(reg)
@@ -112,7 +112,7 @@ def _same_facts_with_stubs_prelude(reg, rel, tmp_path):
         assert not clang.stubs_shadowed(args)
         seen = []
         for with_stubs in (False, True):
-            pch = clang.build_prelude(list(_prelude_args(args, root)), tmp_path / "pch", with_stubs)
+            pch = clang.build_prelude(list(prelude_args(args, root)), tmp_path / "pch", with_stubs)
             assert pch and Path(pch).with_suffix(".api.json").is_file() == with_stubs
             # the stubs compile the warm-up (the launch-shaped code whose instantiations the prelude keeps)
             assert ("kernel_ports_prelude_warm_up" in Path(pch).with_suffix(".h").read_text()) == with_stubs
@@ -154,10 +154,10 @@ def test_configurations_share_one_prelude(tmp_path, monkeypatch):
 
 
 def test_which_defines_share_the_default_prelude(tmp_path):
-    from kernel_ports.index import _shared_prelude_defines
+    from kernel_ports.index.prelude import shared_prelude_defines
 
     def shared(*configs):
-        return _shared_prelude_defines(make_registry(tmp_path, configurations=configs))
+        return shared_prelude_defines(make_registry(tmp_path, configurations=configs))
 
     assert shared(("default", ("A=1",)), ("rocm", ("A=1", "WITH_ROCM", "LEVEL=2"))) == {"WITH_ROCM", "LEVEL"}
     # reserved names and NDEBUG may change the standard headers; a changed value is not an addition

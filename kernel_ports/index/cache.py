@@ -1,0 +1,196 @@
+"""The per-file data cache of the index: where entries live, how their keys are made, the front ends' version.
+
+Entries are data (:mod:`kernel_ports.cachefmt` owns the format): nothing read can run. This module owns the
+key helpers every stage uses (the witness's, the Clang parses', the dependency-keyed copies) and
+:data:`FRONTEND_VERSION`, which folds the front ends' own source into every key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from pathlib import Path
+from typing import Optional
+
+from kernel_ports import __version__, cachefmt
+from kernel_ports.frontend.clang import FunctionInfo
+
+# the sources whose every change can change what a front end records; the packages are globbed in code_digest
+_FRONT_END_SOURCES = ("facts.py", "frontend/witness.py", "frontend/hip.py", "frontend/rust.py",
+                      "frontend/focus.py", "frontend/headers.py", "frontend/isolation.py")
+_FRONT_END_PACKAGES = ("index", "frontend/clang")
+
+
+def _code_digest() -> str:
+    """The front ends' own source, so a changed extractor never reads stale cache entries."""
+    h = hashlib.sha256(__version__.encode())
+    here = Path(__file__).resolve().parent.parent
+    packaged = tuple(sorted(p.relative_to(here).as_posix() for pkg in _FRONT_END_PACKAGES for p in (here / pkg).glob("*.py")))
+    for rel in _FRONT_END_SOURCES[:1] + packaged + _FRONT_END_SOURCES[1:]:
+        try:
+            h.update((here / rel).read_bytes())
+        except OSError:
+            pass
+    return h.hexdigest()[:16]
+
+
+FRONTEND_VERSION = f"{__version__}+{_code_digest()}"
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class FileCache:
+    """Per-file results under ``<cache>/data-v2``, as data (:mod:`kernel_ports.cachefmt`): nothing read can run.
+
+    A Clang result's key is the file's path and content hash, the tool
+    version, the registry's compile section and conventions, the stub set and
+    the configuration; the entry also records the hashes of the project
+    headers the translation unit included, and is valid only while they match.
+    An entry that cannot be read, is of another format or key, or was damaged
+    is a miss.
+    """
+
+    def __init__(self, root: Optional[Path]):
+        self.root = root / cachefmt.CACHE_SUBDIR if root is not None else None
+
+    def _path(self, key: str) -> Optional[Path]:
+        return None if self.root is None else self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str):
+        p = self._path(key)
+        return None if p is None else cachefmt.read_entry(p, key)
+
+    def put(self, key: str, value) -> None:
+        p = self._path(key)
+        if p is not None:
+            cachefmt.write_entry(p, key, value)
+
+    def put_many(self, keys: list, value) -> None:
+        """The same value under several keys, encoded once."""
+        if self.root is not None:
+            cachefmt.write_entries([(self._path(k), k) for k in keys], value)
+
+    def put_shared(self, value) -> str:
+        """Store ``value`` under a key made from its content; the key. The entry is written even when one is there
+        (it may be damaged, and it is small): the same content in the same place."""
+        body, digest = cachefmt.encode_body(value)
+        key = sha(f"shared|{digest}".encode())
+        p = self._path(key)
+        if p is not None:
+            cachefmt.write_encoded(p, key, body, digest)
+        return key
+
+    def has(self, key: str) -> bool:
+        """Whether an entry file is there (not whether it is valid: reading it says that)."""
+        p = self._path(key)
+        return p is not None and p.is_file()
+
+
+def definitions_key(witness_key: str) -> str:
+    return sha(f"d|{witness_key}".encode())
+
+
+def deps_key(key: str, deps: dict) -> str:
+    """The cache key of a parse made with these contents of the files it read."""
+    return sha(f"{key}|{sorted(deps.items())}".encode())
+
+
+def cached_parse(cache: FileCache, key: str, hashes: dict, shared: dict):
+    """The cached Clang result of a unit under ``key``, valid for the current contents of the files it read, or None.
+    ``shared``: the function groups of project headers decoded so far in this run, by key (see :func:`store_parse`)."""
+    entry = cache.get(key)
+    if not _unit_entry(entry):
+        return None
+    if not all(hashes.get(d) == h for d, h in entry[0].items()):
+        # an unchanged file includes the same headers: look for the entry
+        # parsed with the headers' current contents
+        entry = cache.get(deps_key(key, {d: hashes.get(d) for d in entry[0]}))
+        if not _unit_entry(entry):
+            return None
+    deps, tu_res, runs, group_keys = entry
+    if all(hashes.get(d) == h for d, h in deps.items()):
+        functions = _joined_functions(cache, tu_res.functions, runs, group_keys, shared)
+        if functions is None:
+            return None
+        tu_res.functions = functions
+        tu_res.cached = True
+        return tu_res
+    return None
+
+
+def _unit_entry(entry) -> bool:
+    return type(entry) is tuple and len(entry) == 4 and type(entry[0]) is dict
+
+
+def store_parse(cache: FileCache, key: str, rel: str, res, hashes: dict) -> None:
+    """Keep a unit's Clang result under its key and under the contents of the files it read.
+
+    The functions declared in project headers are stored apart, one entry per header and content (a header's
+    records are the same in every unit that includes it, so a run decodes each once); the unit's entry names
+    them and says in which order its function list interleaves them with its own."""
+    # every project file the unit included, not only those with declarations: a header that is all
+    # junk has none, and its fixed version must not be answered with the broken parse
+    read = set(res.files_walked) | {p for edge in res.includes for p in edge}
+    deps = {d: hashes[d] for d in read if d in hashes}
+    deps[rel] = hashes[rel]
+    own, runs, groups = _split_functions(rel, res.functions)
+    group_keys = [cache.put_shared(g) for g in groups]
+    cache.put_many([key, deps_key(key, deps)], (deps, dataclasses.replace(res, functions=own), runs, group_keys))
+
+
+def _split_functions(rel: str, functions: list) -> tuple:
+    """(the unit's own functions, runs [group index or -1 for its own, count] in list order, the header groups)."""
+    own: list = []
+    group_of: dict = {}  # header path -> index in groups
+    groups: list = []
+    runs: list = []
+    for f in functions:
+        if f.loc.path == rel:
+            at, into = -1, own
+        else:
+            if f.loc.path not in group_of:
+                group_of[f.loc.path] = len(groups)
+                groups.append([])
+            at = group_of[f.loc.path]
+            into = groups[at]
+        into.append(f)
+        if runs and runs[-1][0] == at:
+            runs[-1][1] += 1
+        else:
+            runs.append([at, 1])
+    return own, runs, groups
+
+
+def _joined_functions(cache: FileCache, own: list, runs, group_keys, shared: dict):
+    """The unit's function list put together again, or None if a group is missing or the layout does not fit."""
+    if type(runs) is not list or type(group_keys) is not list or type(own) is not list:
+        return None
+    groups = []
+    for gk in group_keys:
+        if type(gk) is not str:
+            return None
+        if gk not in shared:
+            got = cache.get(gk)
+            shared[gk] = got if type(got) is list and all(type(f) is FunctionInfo for f in got) else None
+        if shared[gk] is None:
+            return None
+        groups.append(shared[gk])
+    taken = [0] * (len(groups) + 1)  # per group, and the unit's own list last
+    out: list = []
+    for run in runs:
+        if type(run) is not list or len(run) != 2 or type(run[0]) is not int or type(run[1]) is not int:
+            return None
+        at, count = run
+        if not -1 <= at < len(groups) or count < 1:
+            return None
+        source = own if at == -1 else groups[at]
+        first = taken[at]
+        if first + count > len(source):
+            return None
+        out.extend(source[first:first + count])
+        taken[at] = first + count
+    if taken[-1] != len(own) or any(t != len(g) for t, g in zip(taken, groups)):
+        return None
+    return out

@@ -1,0 +1,208 @@
+"""The joins across translation units, on the merged function records (``FunctionInfo`` by Clang USR).
+
+Reachability follows a port-table slot's getter through accessor, holder and helper functions to the factory
+calls it can make, binding constant arguments and template arguments on the way (a call guarded by a test
+on a parameter whose bound value fails it is not followed). Value references (``clang.values.sources``) resolve to
+the selector calls and tables they can come from, through returned values and the callers' arguments.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from kernel_ports.facts import ChainStep
+from kernel_ports.frontend import clang
+
+
+class FunctionTable:
+    """The function records of the results merged by USR, in the order the results are added (the build adds the
+    cached ones while the changed units still parse)."""
+
+    def __init__(self):
+        self.functions: dict = {}
+        self.fn_configs: dict = {}
+        self.added = 0  # how many results, from the front of the build's list
+
+    def add(self, results: list) -> None:
+        for r in results:
+            for info in r.functions:
+                cur = self.functions.get(info.usr)
+                if cur is None:
+                    self.functions[info.usr] = info
+                elif cur is not info:  # units that read one header share its records (index/cache.py): no-op
+                    Joiner._merge_fn(cur, info)
+                self.fn_configs.setdefault(info.usr, set()).add(r.configuration)
+        self.added += len(results)
+
+
+class Joiner:
+    def __init__(self, index, registry, results: list, conv, table: "FunctionTable | None" = None):
+        self.index = index
+        self.registry = registry
+        self.conv = conv
+        table = table if table is not None else FunctionTable()
+        table.add(results[table.added:])
+        self.functions: dict = table.functions
+        self.fn_configs: dict = table.fn_configs
+        # callers: callee usr -> [(caller usr, edge)]
+        self.callers: dict = {}
+        for usr, info in self.functions.items():
+            for e in info.calls:
+                self.callers.setdefault(e.callee_usr, []).append((usr, e))
+        self._reach_cache: dict = {}
+
+    @staticmethod
+    def _merge_fn(cur, other):
+        have = {(e.callee_usr, e.loc) for e in cur.calls}
+        cur.calls.extend(e for e in other.calls if (e.callee_usr, e.loc) not in have)
+        have_f = {fc.loc: i for i, (fc, _) in enumerate(cur.factory_calls)}
+        for fc, g in other.factory_calls:
+            if fc.loc in have_f:
+                i = have_f[fc.loc]
+                old, og = cur.factory_calls[i]
+                cur.factory_calls[i] = (dataclasses.replace(old, configurations=old.configurations | fc.configurations), og)
+            else:
+                cur.factory_calls.append((fc, g))
+        cur.returned = cur.returned | other.returned
+        cur.body_walked = cur.body_walked or other.body_walked
+        cur.invokes = cur.invokes or other.invokes
+        cur.selects = cur.selects or other.selects
+        cur.backend_queries = tuple(sorted(set(cur.backend_queries) | set(other.backend_queries)))
+        cur.has_port_args = cur.has_port_args + tuple(a for a in other.has_port_args if a not in cur.has_port_args)
+        if not cur.returned_statics:
+            cur.returned_statics = other.returned_statics
+
+    # ------------------------------------------------------------ reachability
+    @staticmethod
+    def _guards_ok(guards, env) -> bool:
+        for g in guards:
+            if g.param in env:
+                if (env[g.param] in g.values) == g.negated:
+                    return False
+        return True
+
+    def _bind(self, edge, callee, env, owner=None) -> dict:
+        new = {}
+
+        def val(ref):
+            if ref is None:
+                return None
+            if ref[0] == "const":
+                return ref[1]
+            if ref[0] in ("param", "tparam") and isinstance(ref[1], str):
+                return env.get(ref[1])
+            return None
+
+        for i, t in enumerate(edge.targs):
+            if i < len(callee.template_params):
+                v = val(t)
+                if v is not None:
+                    new[callee.template_params[i]] = v
+        for i, refs in enumerate(edge.args):
+            if i >= len(callee.params):
+                break
+            vals = set()
+            for r in refs:
+                if r[0] == "param" and isinstance(r[1], int):
+                    caller_param = owner.params[r[1]] if owner is not None and 0 <= r[1] < len(owner.params) else None
+                    vals.add(env.get(caller_param) if caller_param else None)
+                else:
+                    vals.add(val(r))
+            if len(vals) == 1 and None not in vals:
+                new[callee.params[i]] = vals.pop()
+        return new
+
+    def reach(self, start_edges: list, env: dict, start_usr: str) -> tuple:
+        """(factory calls, chain steps) reachable from a getter's edges under env."""
+        found: dict = {}
+        steps: dict = {}
+        visited = set()
+
+        def visit(usr, env, depth, via_kind):
+            key = (usr, tuple(sorted(env.items())))
+            if key in visited or depth > 12:
+                return
+            visited.add(key)
+            info = self.functions.get(usr)
+            if info is None:
+                return
+            for fc, guards in info.factory_calls:
+                if self._guards_ok(guards, env):
+                    found.setdefault(fc.loc, fc)
+                    steps.setdefault(("factory", str(fc.loc)), ChainStep(kind="factory", name=fc.factory, loc=fc.loc))
+            for e in info.calls:
+                follow(e, env, depth, info)
+
+        def follow(e, env, depth, owner):
+            if not self._guards_ok(e.guards, env):
+                return
+            callee = self.functions.get(e.callee_usr)
+            if callee is None:
+                return
+            new_env = self._bind(e, callee, env, owner)
+            kind = self._step_kind(e, callee, depth)
+            steps.setdefault((e.callee_usr, tuple(sorted(new_env.items()))), ChainStep(
+                kind=kind, name=e.spelling if kind == "accessor" else callee.qualified_name, usr=e.callee_usr,
+                loc=callee.loc, bindings=tuple(sorted(new_env.items()))))
+            visit(e.callee_usr, new_env, depth + 1, kind)
+
+        for e in start_edges:
+            follow(e, env, 0, None)
+        return list(found.values()), list(steps.values())
+
+    def _step_kind(self, edge, callee, depth):
+        if depth == 0 and edge.returns_ref and not edge.is_method:
+            return "accessor"
+        if callee.is_method_of or callee.usr.endswith("#init"):
+            return "holder"
+        return "helper"
+
+    def reach_from(self, usr: str, env: dict) -> tuple:
+        key = (usr, tuple(sorted(env.items())))
+        if key not in self._reach_cache:
+            info = self.functions.get(usr)
+            if info is None:
+                self._reach_cache[key] = ([], [])
+            else:
+                pseudo = clang.CallEdge(usr, info.qualified_name, info.name, info.loc, (), ())
+                self._reach_cache[key] = self.reach([pseudo], dict(env), usr)
+        return self._reach_cache[key]
+
+    # --------------------------------------------------------- value refs
+    def resolve(self, refs, owner_usr: str, depth=0, want=("selector", "table")) -> tuple:
+        """Resolve value refs (clang.values.sources) to selector ids / table names."""
+        out = set()
+        unknown = False
+        accessors = set()
+        for r in refs:
+            k = r[0]
+            if k == "selector" and "selector" in want:
+                out.add(("selector", r[1]))
+            elif k == "table" and "table" in want:
+                out.add(("table", r[1]))
+            elif k == "accessor":
+                accessors.add(r[2])
+            elif k == "call" and depth < 6:
+                info = self.functions.get(r[1])
+                if info is None or not info.returned:
+                    unknown = True
+                    continue
+                sub, u, acc = self.resolve(info.returned, r[1], depth + 1, want)
+                out |= sub
+                accessors |= acc
+                unknown = unknown or u
+            elif k == "param" and isinstance(r[1], int) and r[1] >= 0 and depth < 6:
+                callers = self.callers.get(owner_usr, [])
+                if not callers:
+                    unknown = True
+                for caller_usr, e in callers:
+                    if r[1] < len(e.args):
+                        sub, u, acc = self.resolve(e.args[r[1]], caller_usr, depth + 1, want)
+                        out |= sub
+                        accessors |= acc
+                        unknown = unknown or u
+                    else:
+                        unknown = True
+            else:
+                unknown = True
+        return out, unknown, accessors

@@ -1,0 +1,218 @@
+"""Planning the Clang parses: which translation units, under which build configurations, with which
+``compile_commands.json`` flags, and which function bodies each walk may leave unread.
+
+A file with witness candidates is parsed; a header with candidates brings in the translation units that include
+it (a header nobody includes is parsed on its own). Each unit is parsed once per build configuration whose defines
+the unit or a project header it includes mentions (the default configuration always). Includes are resolved here,
+against the project's files, the includer's folder and the registry's include directories.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from pathlib import Path, PurePosixPath
+from typing import Optional
+
+import networkx as nx
+
+from kernel_ports.frontend import focus, witness as wit
+from kernel_ports.index.cache import FRONTEND_VERSION, definitions_key, sha
+from kernel_ports.index.scan import witness_key
+
+# Leave unread the bodies no fact can arise in or be reached through (frontend/focus.py); tests turn it off to
+# compare with a full walk.
+FOCUS = True
+
+
+def default_configuration(registry):
+    confs = registry.compile.configurations
+    return next((c for c in confs if c.name == "default"), confs[0])
+
+
+def define_name(d: str) -> str:
+    return d.split("=", 1)[0].strip()
+
+
+def load_compile_commands(path: Optional[Path], root: Path) -> dict:
+    """relative path -> extra flags (-I/-D/-U/-include/-std/-isystem only) from compile_commands.json."""
+    if path is None:
+        return {}
+    from kernel_ports.compile_db import load_entries
+
+    out = {}
+    for directory, f, argv in load_entries(path):  # bounded and type-checked: the file is the pull request's
+        directory = Path(directory)
+        f = Path(f)
+        f = (directory / f).resolve() if not f.is_absolute() else f.resolve()
+        try:
+            rel = f.relative_to(root).as_posix()
+        except ValueError:
+            continue
+        flags, i = [], 0
+        while i < len(argv):
+            a = argv[i]
+            if a in ("-I", "-D", "-U", "-isystem", "-include", "-iquote") and i + 1 < len(argv):
+                val = argv[i + 1]
+                if a in ("-I", "-isystem", "-iquote", "-include") and not os.path.isabs(val):
+                    val = str((directory / val).resolve())
+                flags += [a, val]
+                i += 2
+                continue
+            if a.startswith(("-I", "-isystem", "-iquote")) and len(a) > 2:
+                for pre in ("-isystem", "-iquote", "-I"):
+                    if a.startswith(pre):
+                        val = a[len(pre):]
+                        if not os.path.isabs(val):
+                            val = str((directory / val).resolve())
+                        flags.append(pre + val)
+                        break
+            elif a.startswith(("-D", "-U", "-std=")):
+                flags.append(a)
+            i += 1
+        out[rel] = flags
+    return out
+
+
+def resolve_include(spelled: str, is_system: bool, includer: str, known: set, search: list) -> Optional[str]:
+    cands = []
+    if not is_system:
+        cands.append(PurePosixPath(includer).parent / spelled)
+    for d in search:
+        cands.append(PurePosixPath(d) / spelled if d else PurePosixPath(spelled))
+    for c in cands:
+        parts = []
+        for seg in c.parts:
+            if seg == "..":
+                if parts:
+                    parts.pop()
+            elif seg != ".":
+                parts.append(seg)
+        p = "/".join(parts)
+        if p in known:
+            return p
+    return None
+
+
+
+def relative_dir(d, root: Path) -> Optional[str]:
+    try:
+        return Path(d).resolve().relative_to(root).as_posix().rstrip("/").replace(".", "") if Path(d).resolve() == root \
+            else Path(d).resolve().relative_to(root).as_posix()
+    except ValueError:
+        return None
+
+
+def dir_key(d, root: Path) -> str:
+    """A directory for cache keys: relative to the root when inside it."""
+    try:
+        return "<root>/" + Path(d).resolve().relative_to(root).as_posix()
+    except ValueError:
+        return str(d)
+
+
+def include_search(registry, root: Path) -> list:
+    """The folders (relative to the root, "" the root itself) a project include is looked up in."""
+    search = [""] + [relative_dir(d, root) for d in registry.compile.include_dirs]
+    return [s for s in search if s is not None]
+
+
+def witness_include_graph(witnessed: dict, known: set, search: list) -> nx.DiGraph:
+    """includer -> included project file, as the witness read the ``#include`` lines."""
+    wgraph = nx.DiGraph()
+    for p, w in witnessed.items():
+        wgraph.add_node(p)
+        for spelled, is_sys in w.includes:
+            tgt = resolve_include(spelled, is_sys, p, known, search)
+            if tgt is not None:
+                wgraph.add_edge(p, tgt)
+    return wgraph
+
+
+def translation_units(witnessed: dict, wgraph: nx.DiGraph) -> set:
+    """The files Clang parses: those with candidates, a header's through its includers."""
+    tus: set = set()
+    for p, w in witnessed.items():
+        if not w.has_candidates:
+            continue
+        if wit.is_header(p):
+            includers = [a for a in nx.ancestors(wgraph, p) if not wit.is_header(a)]
+            if includers:
+                tus.update(includers)
+            else:
+                tus.add(p)
+        else:
+            tus.add(p)
+    return tus
+
+
+def _focus_inputs(registry) -> tuple:
+    # a define whose value holds no name (`MLXCEL_API=`, `X`, `N=4`) expands to nothing that can call or name
+    # anything, so mentioning it does not make a declaration interesting (an engine marks every exported
+    # function with such an attribute macro)
+    every = list(registry.compile.defines) + [d for c in registry.compile.configurations for d in c.defines]
+    defines = {define_name(d) for d in every if re.search(r"[A-Za-z_]", d.partition("=")[2])}
+    return tuple(sorted(focus.seeds(registry))), tuple(sorted(focus.backend_queries(registry))), tuple(sorted(defines))
+
+
+def _unread_bodies(registry, witnessed: dict) -> dict:
+    seeds, queries, defines = _focus_inputs(registry)
+    return focus.unread_bodies(witnessed, frozenset(seeds), frozenset(queries), frozenset(defines))
+
+
+def unread_bodies_of_tree(registry, cache, cpp_files: list, hashes: dict, names, names_key: str, witnessed: dict,
+                          definitions: dict, parser) -> dict:
+    """path -> (line, column) of the function bodies the walks may leave unread (frontend/focus.py)."""
+    # a function of every C-family file and the registry's names: computed once per state of the tree
+    fkey = sha(f"f|{FRONTEND_VERSION}|{names_key}|{_focus_inputs(registry)}|{sorted((f.path, hashes[f.path]) for f in cpp_files)}".encode())
+    unread = cache.get(fkey)
+    if unread is None:
+        full = {}
+        for f in cpp_files:
+            defs = definitions.get(f.path)
+            if defs is None:
+                wkey = witness_key(names_key, f.path, hashes[f.path])
+                defs = cache.get(definitions_key(wkey))
+            if defs is None:  # not cached (no cache directory, or lost): read again
+                defs = wit.witness(f.path, f.data, names, parser := parser or wit.cpp_parser()).definitions
+            full[f.path] = dataclasses.replace(witnessed[f.path], definitions=defs)
+        unread = _unread_bodies(registry, full)
+        cache.put(fkey, unread)
+    return unread
+
+
+def parse_jobs_wanted(registry, tus: set, wgraph: nx.DiGraph, witnessed: dict, unread: dict) -> tuple:
+    """(tu -> bodies its walk may leave unread, tu -> digest of the project files it sees, [(tu, configuration)])."""
+    default_conf = default_configuration(registry)
+    tu_unread: dict = {}  # tu -> frozenset((path, line, column)) of bodies its walk may leave unread
+    tu_sees: dict = {}  # tu -> digest of the project files its includes resolve to (a file added or gone re-parses)
+    jobs_wanted = []  # (relpath, configuration)
+    for tu in sorted(tus):
+        seen_files = {tu} | set(nx.descendants(wgraph, tu))
+        tu_sees[tu] = sha(repr(sorted(seen_files)).encode())[:16]
+        mentioned = set()
+        for s in seen_files:
+            mentioned |= witnessed[s].conditional_macros if s in witnessed else set()
+        tu_unread[tu] = frozenset((s, line, col) for s in seen_files for line, col in unread.get(s, ()))
+        for conf in registry.compile.configurations:
+            if conf.name == default_conf.name or any(define_name(d) in mentioned for d in conf.defines):
+                jobs_wanted.append((tu, conf))
+    return tu_unread, tu_sees, jobs_wanted
+
+
+def unit_weights(tus: set, wgraph: nx.DiGraph, by_path: dict) -> dict:
+    """tu -> bytes of it and the project files it includes: what its parse roughly costs, to start the dear first."""
+    return {tu: sum(len(by_path[s].data) for s in {tu} | set(nx.descendants(wgraph, tu)) if s in by_path)
+            for tu in tus}
+
+
+def faults() -> dict:
+    """Test hook: KERNEL_PORTS_FE_FAULT="path=crash;other=hang" makes a parse fail on purpose."""
+    spec = os.environ.get("KERNEL_PORTS_FE_FAULT", "")
+    out = {}
+    for part in spec.split(";"):
+        if "=" in part:
+            p, k = part.split("=", 1)
+            out[p.strip()] = k.strip()
+    return out

@@ -1,0 +1,181 @@
+"""The worker pool the Clang parses and prelude builds run in: one process per worker, a timeout per job, a memory
+limit per process, and a crash, hang or exhausted heap answered as a result (``crash``/``timeout``/``error``)
+that becomes a KP901 record, never the end of the run (:mod:`kernel_ports.limits` judges the replies).
+
+Jobs are submitted and run while the caller does other work (it decodes the cached results of the other units
+while the changed ones parse), and a worker writes the cache entry of a successful parse itself, after sending
+the result, so encoding runs beside the other worker's parse rather than after every parse in the parent.
+"""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing
+import sys
+import time
+from multiprocessing.connection import wait
+from pathlib import Path
+
+from kernel_ports import limits
+from kernel_ports.frontend import clang
+from kernel_ports.index.cache import store_parse
+
+
+def _worker_main(conn, memory_mib=0, log_path=None, cache=None, hashes=None):
+    gc.enable()  # the parent pauses it while it builds the index; a worker parses unit after unit and must collect
+    log = limits.StderrLog(log_path) if log_path else None
+    if log is not None:
+        log.attach()
+    limits.apply_memory_limit(memory_mib)
+    while True:
+        try:
+            job = conn.recv()
+        except (EOFError, OSError):
+            return
+        if job is None:
+            return
+        kind, payload, store = job
+        try:
+            if kind == "parse":
+                out = clang.parse_translation_unit(payload)
+            else:
+                args, cache_dir, with_stubs = payload
+                out = clang.build_prelude(list(args), Path(cache_dir), with_stubs)
+            reply = ("ok", out)
+        except BaseException as exc:  # report, keep serving
+            reply = ("error", f"{type(exc).__name__}: {exc}")
+        reply = limits.judge_reply(reply, log.since_last() if log is not None else "", memory_mib)
+        conn.send(reply)  # first: the parent may be waiting for this unit alone
+        if store is not None and cache is not None and reply[0] == "ok" and reply[1].ok:
+            _store(cache, store, reply[1], hashes)
+
+
+def _store(cache, store: tuple, res, hashes: dict) -> None:
+    rel, key = store
+    try:
+        store_parse(cache, key, rel, res, hashes)
+    except Exception:  # a cache entry is an optimisation: one that cannot be written is a later miss
+        pass
+
+
+class ParsePool:
+    """``submit`` jobs, do something else, then ``run`` more or ``finish``: each returns the results of its jobs.
+
+    A job is ``(key, (kind, payload, store))``: kind ``parse`` (payload a ``clang.ParseJob``) or ``prelude``;
+    ``store`` is None or ``(unit path, cache key)`` under which the worker keeps a successful parse in ``cache``,
+    keyed with the ``hashes`` of the files it read.
+    """
+
+    def __init__(self, n: int, memory_mib: int = 0, cache=None, hashes=None):
+        # fork: no re-import of the caller's __main__, and workers start in
+        # milliseconds; the parent never touches libclang, so nothing unsafe is
+        # inherited.  Elsewhere spawn.
+        method = "fork" if sys.platform.startswith("linux") else "spawn"
+        self.ctx = multiprocessing.get_context(method)
+        self.n = max(1, n)
+        self.memory_mib = memory_mib
+        self.cache = cache
+        self.hashes = hashes
+        self.workers: list = []
+        self.pending: list = []
+        self.results: dict = {}
+
+    def _spawn(self):
+        parent, child = self.ctx.Pipe()
+        log = limits.StderrLog.create()
+        p = self.ctx.Process(target=_worker_main, args=(child, self.memory_mib, log.path, self.cache, self.hashes),
+                             daemon=True)
+        p.start()
+        child.close()
+        return [p, parent, None, None, log]  # process, conn, job key, started, its standard error
+
+    def spawn(self, count: int) -> None:
+        """Have ``count`` workers (at most n) before any job is there."""
+        while len(self.workers) < min(self.n, count):
+            self.workers.append(self._spawn())
+
+    def submit(self, jobs: list) -> None:
+        """Queue jobs and hand one to each idle worker; they run while the caller goes on."""
+        self.pending.extend(jobs)
+        busy = sum(1 for w in self.workers if w[2] is not None)
+        while len(self.workers) < min(self.n, len(self.pending) + busy):
+            self.workers.append(self._spawn())
+        self._dispatch()
+
+    def run(self, jobs: list, timeout: float) -> dict:
+        """jobs: [(key, (kind, payload, store))] -> {key: ("ok", result) | ("error"|"crash"|"timeout", msg)}"""
+        self.submit(jobs)
+        keys = [key for key, _ in jobs]
+        while not all(k in self.results for k in keys):
+            self._step(timeout)
+        return {k: self.results.pop(k) for k in keys}
+
+    def finish(self, timeout: float) -> dict:
+        """Wait for every job submitted; the results not returned yet."""
+        while self.pending or any(w[2] is not None for w in self.workers):
+            self._step(timeout)
+        out, self.results = self.results, {}
+        return out
+
+    def _dispatch(self) -> None:
+        for w in self.workers:
+            if w[2] is None and self.pending:
+                key, job = self.pending.pop(0)
+                try:
+                    w[1].send(job)
+                except (OSError, BrokenPipeError):
+                    self.results[key] = ("crash", "the parser process could not be started")
+                    continue
+                w[2], w[3] = key, time.monotonic()
+
+    def _step(self, timeout: float) -> None:
+        """Hand out jobs, wait for a reply, a death or a timeout, and record what happened."""
+        self._dispatch()
+        busy = [w for w in self.workers if w[2] is not None]
+        if not busy:
+            return
+        now = time.monotonic()
+        wait_for = max(0.01, min(w[3] + timeout - now for w in busy))
+        ready = wait([w[1] for w in busy] + [w[0].sentinel for w in busy], timeout=wait_for)
+        for i, w in enumerate(self.workers):
+            if w[2] is None:
+                continue
+            key = w[2]
+            if w[1] in ready:
+                try:
+                    self.results[key] = w[1].recv()
+                    w[2] = None
+                    if self.results[key][0] in limits.REPLACE_AFTER:  # its heap is not to be trusted any more
+                        self._replace(i, kill=True)
+                    continue
+                except (EOFError, OSError):
+                    pass
+            if w[0].sentinel in ready or not w[0].is_alive():
+                w[0].join(timeout=5)
+                self.results[key] = limits.judge_death(w[0].exitcode, w[4].since_last(), self.memory_mib)
+                self._replace(i)
+            elif time.monotonic() - w[3] > timeout:
+                self.results[key] = ("timeout", limits.timeout_detail(timeout))
+                self._replace(i, kill=True)
+
+    def _replace(self, i, kill=False):
+        w = self.workers[i]
+        if kill and w[0].is_alive():
+            w[0].kill()
+        w[0].join(timeout=5)
+        w[4].remove()
+        self.workers[i] = self._spawn()
+
+    def close(self):
+        for w in self.workers:
+            try:
+                w[1].send(None)
+            except (OSError, BrokenPipeError):
+                pass
+        for w in self.workers:
+            w[0].join(timeout=10)  # an idle worker exits at once; one still writing its last entry, soon after
+            if w[0].is_alive():
+                w[0].kill()
+                w[0].join(timeout=2)
+            w[4].remove()
+        self.workers = []

@@ -1,0 +1,75 @@
+"""The functions a unit reads from project headers are cached once per header and content, not once per unit:
+a warm index put together from those shared entries equals the cold one, and a shared entry that is missing or
+damaged makes exactly the units that name it parse again."""
+
+from __future__ import annotations
+
+import json
+
+from helpers import files_under
+from kernel_ports import cachefmt
+from kernel_ports.facts import to_jsonable
+from kernel_ports.frontend.clang import FunctionInfo, TUResult
+from kernel_ports.index import build_index
+
+
+def _entries(cache) -> list:
+    """(path, decoded value) of every per-file entry under the cache directory."""
+    out = []
+    for p in sorted((cache / cachefmt.CACHE_SUBDIR).glob("*/*.json")):
+        if p.parent.name == "pch":  # the preludes' API lists, not entries
+            continue
+        data = p.read_bytes()
+        key = json.loads(data.partition(b"\n")[0])["key"]
+        out.append((p, key, cachefmt.decode(key, data)))
+    return out
+
+
+def _shared_groups(cache) -> dict:
+    return {key: (p, v) for p, key, v in _entries(cache)
+            if type(v) is list and v and all(type(f) is FunctionInfo for f in v)}
+
+
+def _units_naming(cache, group_key: str) -> set:
+    return {(v[1].path, v[1].configuration) for _, _, v in _entries(cache)
+            if type(v) is tuple and len(v) == 4 and isinstance(v[1], TUResult) and group_key in v[3]}
+
+
+def _everything(index) -> tuple:
+    functions = sorted((usr, json.dumps(to_jsonable(f), sort_keys=True)) for usr, f in index.functions.items())
+    facts = dict(index.to_json(), files=None)  # parse times and cache hits differ between runs, nothing else may
+    return (json.dumps(facts, sort_keys=True, indent=0).splitlines(), functions,
+            sorted((a, b, tuple(sorted(d.items()))) for a, b, d in index.call_graph.edges(data=True)))
+
+
+def test_header_functions_are_stored_once_and_put_back_in_place(engine_registry, tmp_path):
+    cache = tmp_path / "cache"
+    files = files_under(engine_registry.root)
+    cold = build_index(engine_registry, files, jobs=2, cache_dir=cache)
+    assert not any(q.cached for q in cold.parse_quality)
+    groups = _shared_groups(cache)
+    assert groups, "no header's functions were stored apart"
+    # the dedup is real: some header's records serve several units (and configurations)
+    assert max(len(_units_naming(cache, k)) for k in groups) >= 2
+    for _, _, v in _entries(cache):
+        if type(v) is tuple and len(v) == 4 and isinstance(v[1], TUResult):
+            assert {f.loc.path for f in v[1].functions} <= {v[1].path}  # a unit entry keeps its own functions only
+    warm = build_index(engine_registry, files, jobs=2, cache_dir=cache)
+    assert warm.parse_quality and all(q.cached for q in warm.parse_quality)
+    assert _everything(warm) == _everything(cold)
+
+
+def test_a_damaged_or_missing_header_group_reparses_the_units_that_name_it(engine_registry, tmp_path):
+    cache = tmp_path / "cache"
+    files = files_under(engine_registry.root)
+    cold = build_index(engine_registry, files, jobs=2, cache_dir=cache)
+    groups = _shared_groups(cache)
+    damaged_key, (damaged_path, _) = next(iter(sorted(groups.items())))
+    missing_key, (missing_path, _) = sorted(groups.items())[-1]
+    expected = _units_naming(cache, damaged_key) | _units_naming(cache, missing_key)
+    data = damaged_path.read_bytes()
+    damaged_path.write_bytes(data[: len(data) // 2])  # truncated: its hash no longer matches
+    missing_path.unlink()
+    again = build_index(engine_registry, files, jobs=2, cache_dir=cache)
+    assert {(q.path, q.configuration) for q in again.parse_quality if not q.cached} == expected
+    assert _everything(again) == _everything(cold)
