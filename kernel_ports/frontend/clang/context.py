@@ -404,30 +404,21 @@ class UnitContext:
             for i in range(1, len(parts)):
                 prefixes.add("::".join(parts[:i]))
 
-        def visit(c, prefix):
-            for ch in (top_children if c is None else c.get_children()):
-                k = ch.kind
-                if k == K.NAMESPACE:
-                    q = f"{prefix}::{ch.spelling}" if prefix else ch.spelling
-                    if q in prefixes:
-                        visit(ch, q)
-                    continue
-                q = f"{prefix}::{ch.spelling}" if prefix else ch.spelling
-                if k == K.FUNCTION_DECL and q in wanted_fns:
-                    if any(q == f for f, _ in self.conv.factories) and self.kernel_type is None:
-                        self.kernel_type = self.canonical(ch.result_type)
-                    if q in self.conv.backend_queries and self.backend_enum is None:
-                        rt = ch.result_type.get_canonical()
-                        if rt.kind == self.ci.TypeKind.ENUM:
-                            self.backend_enum = rt.spelling
-                elif k in (K.STRUCT_DECL, K.CLASS_DECL, K.TYPE_ALIAS_DECL, K.TYPEDEF_DECL) and q in wanted_types:
-                    t = self.canonical(ch.type)
-                    if q == self.conv.table_type:
-                        self.table_type = t
-                    else:
-                        self.dtype_type = t
-
-        visit(None, "")
+        for ch, q in _declarations_under(top_children, prefixes, K.NAMESPACE):
+            k = ch.kind
+            if k == K.FUNCTION_DECL and q in wanted_fns:
+                if any(q == f for f, _ in self.conv.factories) and self.kernel_type is None:
+                    self.kernel_type = self.canonical(ch.result_type)
+                if q in self.conv.backend_queries and self.backend_enum is None:
+                    rt = ch.result_type.get_canonical()
+                    if rt.kind == self.ci.TypeKind.ENUM:
+                        self.backend_enum = rt.spelling
+            elif k in (K.STRUCT_DECL, K.CLASS_DECL, K.TYPE_ALIAS_DECL, K.TYPEDEF_DECL) and q in wanted_types:
+                t = self.canonical(ch.type)
+                if q == self.conv.table_type:
+                    self.table_type = t
+                else:
+                    self.dtype_type = t
         api = prelude_api(self.job.args)
         if api:
             # declarations of the stubs, precompiled in the prelude, are not among the unit's
@@ -445,15 +436,9 @@ class UnitContext:
                 self.table_type = api["types"][self.conv.table_type]
         if self.kernel_type is None:
             # no factory declared: the selector returns the kernel type by reference
-            def visit2(c, prefix):
-                for ch in c.get_children():
-                    q = f"{prefix}::{ch.spelling}" if prefix else ch.spelling
-                    if ch.kind == K.NAMESPACE and q in prefixes:
-                        visit2(ch, q)
-                    elif ch.kind == K.FUNCTION_DECL and q == self.conv.selector and self.kernel_type is None:
-                        self.kernel_type = self.ref_target(ch.result_type)
-
-            visit2(self.tu.cursor, "")
+            for ch, q in _declarations_under(self.tu.cursor.get_children(), prefixes, K.NAMESPACE):
+                if ch.kind == K.FUNCTION_DECL and q == self.conv.selector and self.kernel_type is None:
+                    self.kernel_type = self.ref_target(ch.result_type)
         self.dtype_type = self.dtype_type or MLX_DTYPE
         self.table_type = self.table_type or self.conv.table_type
 
@@ -479,3 +464,23 @@ def c_string_value(text: str) -> Optional[str]:
     if not out or text[pos:].strip():
         return None
     return "".join(out)
+
+
+def _declarations_under(children, prefixes: set, namespace_kind):
+    """(cursor, qualified name) of each declaration among ``children`` and in the namespaces named in ``prefixes``
+    below them, in source order (depth first, as the declarations are written). A loop over a stack rather than a
+    recursive closure: a closure that calls itself is a reference cycle, and one holding the walk would keep the
+    unit's translation unit alive after the parse."""
+    stack = [(iter(children), "")]
+    while stack:
+        it, prefix = stack[-1]
+        ch = next(it, None)
+        if ch is None:
+            stack.pop()
+            continue
+        q = f"{prefix}::{ch.spelling}" if prefix else ch.spelling
+        if ch.kind == namespace_kind:
+            if q in prefixes:
+                stack.append((iter(ch.get_children()), q))
+            continue
+        yield ch, q

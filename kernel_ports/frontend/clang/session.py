@@ -113,10 +113,13 @@ def parse_translation_unit(job: ParseJob) -> TUResult:
         res.ok = False
         res.error = "injected parser failure"
         return res
+    walk = Walk(tu, job, res)
     try:
-        Walk(tu, job, res).run()
+        walk.run()
     except RecursionError:
         res.ok = False
         res.error = "AST too deep to walk"
+    finally:
+        walk.close()
     res.seconds = time.perf_counter() - t0
     return res

@@ -94,6 +94,13 @@ class Walk(UnitContext):
             raise TypeError(f"extractor methods for events the walk does not have: {unknown}")
         self.on = {event: tuple(handlers.get(event, ())) for event in EVENTS}
 
+    def close(self) -> None:
+        """Drop the extractors and their handlers: each holds the walk, and a walk kept alive by that cycle would
+        keep the unit's translation unit (libclang's memory, freed when its last cursor goes) until a full
+        collection, so a worker's memory would grow parse after parse."""
+        self.extractors = ()
+        self.on = {}
+
     def run(self):
         K = self.K
         res = self.res
