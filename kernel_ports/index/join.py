@@ -112,13 +112,13 @@ class Joiner:
                 new[callee.params[i]] = vals.pop()
         return new
 
-    def reach(self, start_edges: list, env: dict, start_usr: str) -> tuple:
+    def reach(self, start_edges: list, env: dict) -> tuple:
         """(factory calls, chain steps) reachable from a getter's edges under env."""
         found: dict = {}
         steps: dict = {}
         visited = set()
 
-        def visit(usr, env, depth, via_kind):
+        def visit(usr, env, depth):
             key = (usr, tuple(sorted(env.items())))
             if key in visited or depth > 12:
                 return
@@ -144,7 +144,7 @@ class Joiner:
             steps.setdefault((e.callee_usr, tuple(sorted(new_env.items()))), ChainStep(
                 kind=kind, name=e.spelling if kind == "accessor" else callee.qualified_name, usr=e.callee_usr,
                 loc=callee.loc, bindings=tuple(sorted(new_env.items()))))
-            visit(e.callee_usr, new_env, depth + 1, kind)
+            visit(e.callee_usr, new_env, depth + 1)
 
         for e in start_edges:
             follow(e, env, 0, None)
@@ -165,7 +165,7 @@ class Joiner:
                 self._reach_cache[key] = ([], [])
             else:
                 pseudo = clang.CallEdge(usr, info.qualified_name, info.name, info.loc, (), ())
-                self._reach_cache[key] = self.reach([pseudo], dict(env), usr)
+                self._reach_cache[key] = self.reach([pseudo], dict(env))
         return self._reach_cache[key]
 
     # --------------------------------------------------------- value refs

@@ -195,7 +195,7 @@ def _port_tables(index, results: list, j, conv) -> dict:
             acc, (rs, cfgs) = sorted(variants.items(), key=lambda kv: ("default" not in kv[1][1], str(kv[0])))[0]
             all_cfgs = set().union(*(c for _, c in variants.values()))
             env = {}
-            fcs, steps = j.reach(rs.edges, env, rs.slot_id)
+            fcs, steps = j.reach(rs.edges, env)
             fcs = sorted({fc.loc: fc for fc in list(fcs) + list(rs.factory_calls)}.values(), key=sort_key)
             hip = tuple(dict.fromkeys(c for fc in fcs for c in fc.source_constants + fc.header_constants))
             chain = (ChainStep(kind="getter", name=f"{raw.qualified_name}.{b}", loc=rs.loc),) + tuple(steps)

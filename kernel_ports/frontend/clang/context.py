@@ -54,7 +54,6 @@ class Frame:
         self.assigns: dict = {}  # var usr -> [rhs cursor]
         self.params: dict = {}  # param usr -> index
         self.passed: Optional[dict] = None  # var usr -> [(call cursor, argument index)], filled on demand (_passes)
-        self.edges_by_cursor_hash: dict = {}
 
 
 class Extractor:
