@@ -5,7 +5,7 @@ error, not a crash), and every entry must be an object whose `directory`,
 `file` and `command` are strings and whose `arguments` is a list of strings.
 Anything else stops the run with one line naming the entry (exit 2): an entry
 skipped silently would parse its file without the flags it needs.
-Which flags are then kept is decided by the caller (index.py keeps include,
+Which flags are then kept is decided by the caller (`index.plan.load_compile_commands` keeps include,
 define and standard flags only, so no entry can load a plugin).
 """
 
