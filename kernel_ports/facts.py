@@ -387,10 +387,15 @@ class ParseQuality:
 class Unconfirmed(Fact):
     """A candidate the witness saw that Clang lost or could not type (KP902)."""
 
-    kind: str  # factory_call | port_table | selector_call | invocation | has_port_call
+    kind: str  # factory_call | port_table | selector_call | invocation | has_port_call | walk_failure | DAMAGED_TABLE
     name: str  # the callee / type name the witness matched
     reason: str
     text: str = ""
+
+
+# A port table Clang parsed with an error inside its initialiser (a designator naming no field, a getter that does
+# not compile): Clang recovers such an initialiser by guessing, so which slot holds which getter is not known.
+DAMAGED_TABLE = "damaged_port_table"
 
 
 # --------------------------------------------------------------------------

@@ -4,6 +4,7 @@ constructs the syntactic witness saw that Clang lost or could not type."""
 from __future__ import annotations
 
 from kernel_ports.checkers import Context, Rule
+from kernel_ports.facts import DAMAGED_TABLE
 from kernel_ports.findings import Finding
 from kernel_ports.frontend.isolation import WALK_FAILURE
 from kernel_ports.limits import lost_message
@@ -19,6 +20,8 @@ class FrontEndFailures(Rule):
             configuration = ",".join(sorted(u.configurations)) or None
             if u.kind == WALK_FAILURE:
                 message = f"`{u.name}` not judged: {u.reason}; the rest of the file was judged"
+            elif u.kind == DAMAGED_TABLE:
+                message = f"port table `{u.name}`: {u.reason}; the rules read its slots as Clang recovered them"
             else:
                 message = (f"{u.kind.replace('_', ' ')} `{u.name}` seen by the syntactic pass but not confirmed by Clang: "
                            f"{u.reason}; check that the MLX and cxx headers that judged the tree (see the summary) or "

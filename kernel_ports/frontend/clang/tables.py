@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
+from kernel_ports.facts import DAMAGED_TABLE
 from kernel_ports.frontend.clang.context import Extractor, Frame
 from kernel_ports.frontend.clang.model import CallEdge, FunctionInfo, RawHolderAccess, RawSlot, RawTable
 
@@ -73,6 +74,23 @@ class PortTables(Extractor):
             w.res.seen.add((loc.path, loc.line, "port_table"))
             w.res.tables.append(RawTable(name=fn.spelling, qualified_name=ctx.info.qualified_name, usr=ctx.info.usr,
                                          loc=w.loc(fn), variable=x.spelling, slots=slots, rocm_any_wave_size=any_wave))
+            self._damage(fn, s)
+
+    def _damage(self, fn, init) -> None:
+        """A KP902 at the first Clang error inside a table's initialiser: the slots read from it are Clang's
+        recovery, not necessarily what the code says."""
+        w = self.walk
+        start, end = init.extent.start, init.extent.end
+        rel = w.rel(start.file) if start.file is not None else None
+        inside = sorted(line for line, _ in w.error_lines.get(rel, ()) if start.line <= line <= end.line)
+        if not inside:
+            return
+        line = inside[0]
+        item = next((ch for ch in init.get_children() if ch.extent.start.line <= line <= ch.extent.end.line), None)
+        column = item.extent.start.column if item is not None and item.extent.start.line == line else 1
+        w.res.untyped.append((rel, line, column, DAMAGED_TABLE, fn.spelling,
+                              "Clang reported an error inside its initialiser and recovered it by guessing, so which "
+                              "slot holds which getter is not known"))
 
     def _designated(self, item, pos):
         w = self.walk
