@@ -113,13 +113,10 @@ def parse_translation_unit(job: ParseJob) -> TUResult:
         res.ok = False
         res.error = "injected parser failure"
         return res
-    walk = Walk(tu, job, res)
     try:
-        walk.run()
+        Walk(tu, job, res).run()
     except RecursionError:
         res.ok = False
         res.error = "AST too deep to walk"
-    finally:
-        walk.close()
     res.seconds = time.perf_counter() - t0
     return res

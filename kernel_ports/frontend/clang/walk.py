@@ -102,6 +102,13 @@ class Walk(UnitContext):
         self.on = {}
 
     def run(self):
+        """Walk the unit once, then let it go (:meth:`close`), however the walk ends."""
+        try:
+            self._walk_unit()
+        finally:
+            self.close()
+
+    def _walk_unit(self):
         K = self.K
         res = self.res
         self.read_diagnostics()
