@@ -157,17 +157,19 @@ class UnitContext:
 
     def text(self, c) -> str:
         ext = c.extent
-        f = ext.start.file
-        if f is None or ext.end.file is None or f.name != ext.end.file.name:
+        start, end = ext.start, ext.end  # (each read of ext.start asks libclang again; a location keeps its answer)
+        f, fe = start.file, end.file
+        name = f.name if f is not None else None
+        if name is None or fe is None or name != fe.name:
             return " ".join(t.spelling for t in c.get_tokens())
-        data = self._file_bytes.get(f.name)
+        data = self._file_bytes.get(name)
         if data is None:
             try:
-                data = Path(f.name).read_bytes() if not (self.job.unsaved and f.name == self.job.abspath) else self.job.unsaved
+                data = Path(name).read_bytes() if not (self.job.unsaved and name == self.job.abspath) else self.job.unsaved
             except OSError:
                 data = b""
-            self._file_bytes[f.name] = data
-        return data[ext.start.offset : ext.end.offset].decode("utf-8", "replace") or c.spelling
+            self._file_bytes[name] = data
+        return data[start.offset : end.offset].decode("utf-8", "replace") or c.spelling
 
     def in_macro(self, c):
         l = c.location
@@ -318,10 +320,9 @@ class UnitContext:
         if not ch:
             return c.spelling
         head = ch[0]
-        txt = self.text(head).strip()
         if self.strip(head).kind == K.MEMBER_REF_EXPR:
             return c.spelling
-        txt = re.sub(r"\s+", "", txt)
+        txt = re.sub(r"\s+", "", self.text(head))
         return txt.split("::", 1)[-1] if txt.startswith("::") else txt or c.spelling
 
     def call_args(self, call):

@@ -548,6 +548,14 @@ class Walk(UnitContext):
         # ---- a call edge
         member_call, bound_to, bound_then = None, None, ()
         rr = self.ref_target(ref.result_type) if ref.kind != K.CONSTRUCTOR else None
+        if q.startswith("std::"):
+            # a standard-library call's edge is not recorded, and what the visitors read of it is its callee:
+            # where its arguments come from and how its result is used are not worked out (a third of a large
+            # unit's walk)
+            edge = CallEdge(usr, q, c.spelling, loc, targs, (), tuple(ctx.guards), returns_ref=rr,
+                            returns_kernel_ref=bool(rr and rr == self.kernel_type), in_slot=ctx.slot)
+            self._after_edge(c, ref, decl, edge, args, ctx, parents, loc, usr)
+            return
         if rr:
             member_call, bound_to, bound_then = self.result_use(c, parents, ctx)
         argrefs = tuple(sources(self, a, ctx, shallow=True) for a in args) if ref.kind != K.CONSTRUCTOR else ()
@@ -563,6 +571,9 @@ class Walk(UnitContext):
                         member_call=member_call, bound_to=bound_to, bound_then=bound_then)
         if not q.startswith(("std::", "__gnu_cxx::")) and ref.kind != K.CONVERSION_FUNCTION:
             ctx.info.calls.append(edge)
+        self._after_edge(c, ref, decl, edge, args, ctx, parents, loc, usr)
+
+    def _after_edge(self, c, ref, decl, edge, args, ctx, parents, loc, usr):
         if len(args) == 9:
             self.res.seen.add((loc.path, loc.line, "call9"))  # a typed nine-argument call that is not a launch
         self.callers.setdefault(usr, []).append((ctx, c))
