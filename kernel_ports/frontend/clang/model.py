@@ -192,15 +192,34 @@ class Conventions:
         )
 
 
+    def target_kind_by_name(self, name: str) -> Optional[str]:
+        """Which registry function a call Clang could not resolve names, by its last segment (None: none)."""
+        if not name:
+            return None
+        if any(f.split("::")[-1] == name for f, _ in self.factories):
+            return "factory_call"
+        if self.selector.split("::")[-1] == name:
+            return "selector_call"
+        if self.has_port.split("::")[-1] == name:
+            return "has_port_call"
+        return None
+
+
 def _norm(qname: str) -> str:
     return qname[2:] if qname.startswith("::") else qname
 
 
-def name_matches(qualified: str, wanted: str) -> bool:
-    """``wanted`` may be qualified (exact match) or a plain name (last segment)."""
-    if "::" in wanted:
-        return qualified == wanted
-    return qualified.split("::")[-1] == wanted
+class NameSet:
+    """Names as the registry gives them: ``q in names`` when a qualified name of the set is ``q`` or a plain one is
+    its last segment. Two set lookups: a walk asks for every function of a unit, with hundreds of names."""
+
+    def __init__(self, names):
+        names = tuple(names)
+        self.qualified = frozenset(n for n in names if "::" in n)
+        self.plain = frozenset(n for n in names if "::" not in n)
+
+    def __contains__(self, qualified: str) -> bool:
+        return qualified in self.qualified or qualified.rsplit("::", 1)[-1] in self.plain
 
 
 @dataclass(frozen=True)

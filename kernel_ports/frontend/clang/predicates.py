@@ -12,7 +12,7 @@ that reads as if it asked no backend.
 from __future__ import annotations
 
 from kernel_ports.frontend.clang.context import Extractor
-from kernel_ports.frontend.clang.model import RawPredicate, name_matches
+from kernel_ports.frontend.clang.model import NameSet, RawPredicate
 from kernel_ports.frontend.clang.values import sources
 
 
@@ -35,9 +35,9 @@ class Predicates(Extractor):
         w = self.walk
         if not w.query_wrappers_known:
             return
-        preds = w.conv.predicates
+        preds = NameSet(w.conv.predicates)
         for info in w.functions.values():
-            named = any(name_matches(info.qualified_name, p) for p in preds)
+            named = info.qualified_name in preds
             if not named and not info.has_port_args:
                 continue
             if info.usr.endswith(("#init", "#var")):

@@ -33,33 +33,45 @@ PRELUDE_STD_HEADERS = (
 # each alternative). Precompiled with the stubs, it makes the prelude hold the template instantiations that use
 # needs (std::function's call, the TemplateArg variant's conversions, the argument vectors ...), which every unit
 # otherwise made again: half of a launcher's parse. Its namespace is nobody's; the walk never lists the
-# prelude's declarations.
+# prelude's declarations. Its functions return ``auto``: Clang never skips the body of a function whose result
+# type it must deduce (PRELUDE_PARSE_OPTIONS), so these bodies, and the instantiations they ask for, are kept.
 PRELUDE_WARM_UP = r"""
 namespace kernel_ports_prelude_warm_up {
-inline std::vector<mlx::core::array> launch(mlx::core::fast::CustomKernelFunction& k, const mlx::core::array& x, int n) {
+inline auto launch(mlx::core::fast::CustomKernelFunction& k, const mlx::core::array& x, int n) {
   std::vector<std::pair<std::string, mlx::core::fast::TemplateArg>> targs;
   targs.push_back({"T", x.dtype()});
   targs.emplace_back("N", n);
   return k({x, x}, {x.shape()}, {x.dtype()}, {n, 1, 1}, {256, 1, 1}, {{"T", x.dtype()}, {"N", n}, {"B", true}},
            std::nullopt, false, {});
 }
-inline mlx::core::fast::CustomKernelFunction make() {
+inline auto make() {
   return mlx::core::fast::metal_kernel("k", {"x"}, {"out"}, "src", "", true, false);
 }
-inline mlx::core::fast::CustomKernelFunction& hold() {
+inline auto& hold() {
   static std::once_flag once;
   static std::optional<mlx::core::fast::CustomKernelFunction> kernel;
   std::call_once(once, [] { kernel.emplace(mlx::core::fast::cuda_kernel("k", {"x"}, {"out"}, "src")); });
   static mlx::core::fast::CustomKernelFunction other = mlx::core::fast::hip_kernel("k", {"x"}, {"out"}, std::string("src"));
   return *kernel;
 }
-inline mlx::core::array use(const mlx::core::array& x) {
+inline auto use(const mlx::core::array& x) {
   auto y = mlx::core::astype(x, mlx::core::float32);
   auto out = launch(hold(), mlx::core::contiguous(mlx::core::reshape(y, y.shape())), static_cast<int>(x.size()));
   return out[0];
 }
 }  // namespace kernel_ports_prelude_warm_up
 """
+
+
+# How the prelude is parsed. Skipping function bodies: the bodies of the standard and MLX headers' functions are
+# not parsed (a third of the prelude's build and of the file it writes). The walk never reads them: it lists no
+# prelude declaration, and a unit's own calls resolve to their declarations. Clang keeps every body it may need to
+# type or evaluate the units' code (a constexpr function's, one with a deduced result type); what is lost is a
+# diagnostic inside a system header's function. The detailed preprocessing record must match the parses that use
+# the prelude (session.py).
+# (CXTranslationUnit_ flags: DetailedPreprocessingRecord 0x01, Incomplete 0x02, SkipFunctionBodies 0x40; a
+# number, so that the prelude's key is computed without loading libclang)
+PRELUDE_PARSE_OPTIONS = 0x01 | 0x02 | 0x40
 
 
 def prelude_text(with_stubs: bool = False, warm_up: bool = True) -> str:
@@ -99,7 +111,8 @@ def prelude_path(args, cache_dir: Path, cindex_file: Optional[str] = None, with_
 
         spec = importlib.util.find_spec("clang.cindex")
         cindex_file = spec.origin if spec is not None else ""
-    text = "\0".join(_prelude_header_args(list(args), with_stubs)) + prelude_text(with_stubs) + headers.args_digest(args, _builtin_dirs()) + cindex_file
+    text = "\0".join(_prelude_header_args(list(args), with_stubs) + [f"options={PRELUDE_PARSE_OPTIONS}"]) + prelude_text(with_stubs) \
+        + headers.args_digest(args, _builtin_dirs()) + cindex_file
     key = hashlib.sha256(text.encode()).hexdigest()[:20]
     return Path(cache_dir) / f"prelude-{key}.pch"
 
@@ -121,9 +134,7 @@ def build_prelude(args: list, cache_dir: Path, with_stubs: bool = False) -> Opti
         index = ci.Index.create()
         for warm_up in ((True, False) if with_stubs else (False,)):
             src.write_text(prelude_text(with_stubs, warm_up))
-            # the detailed preprocessing record must match the parses that use it
-            tu = index.parse(str(src), args=hdr_args,
-                             options=ci.TranslationUnit.PARSE_INCOMPLETE | ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD)
+            tu = index.parse(str(src), args=hdr_args, options=PRELUDE_PARSE_OPTIONS)
             if not any(d.severity >= 3 for d in tu.diagnostics):
                 break  # (a warm-up the stubs no longer compile is left out rather than losing the prelude)
         else:
@@ -156,8 +167,12 @@ def _stub_api(tu, header_dirs) -> dict:
     stubs = tuple(d.rstrip("/") + "/" for d in header_dirs)
     functions, types = {}, {}
 
+    wanted = (K.NAMESPACE, K.FUNCTION_DECL, K.STRUCT_DECL, K.CLASS_DECL, K.TYPE_ALIAS_DECL, K.TYPEDEF_DECL)
+
     def visit(c, prefix):
         for ch in c.get_children():
+            if ch.kind not in wanted:
+                continue  # the prelude's top level is mostly macros (~20k of 21k cursors), whose location costs
             f = ch.location.file
             if f is None or not os.path.normpath(f.name).startswith(stubs):
                 continue

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from kernel_ports.facts import Refusal
 from kernel_ports.frontend.clang.context import Extractor
-from kernel_ports.frontend.clang.model import name_matches
+from kernel_ports.frontend.clang.model import NameSet
 
 
 class Refusals(Extractor):
@@ -33,7 +33,7 @@ class Refusals(Extractor):
         w = self.walk
         K = w.K
         tested_names = set(w.conv.backend_queries) | {w.conv.has_port}
-        preds = set(w.conv.predicates)
+        preds = NameSet(w.conv.predicates)
         for ifc, ctx, cond in self.ifs_with_throw:
             tested = set()
             stack = [cond]
@@ -44,7 +44,7 @@ class Refusals(Extractor):
                     ref, _ = w.callee(x)
                     if ref is not None:
                         q = w.qname(ref)
-                        if q in tested_names or any(name_matches(q, p) for p in preds) or ref.spelling.endswith("_available") \
+                        if q in tested_names or q in preds or ref.spelling.endswith("_available") \
                                 or ref.get_usr() in w.tainted_fns:
                             tested.add(q)
                 elif x.kind == K.DECL_REF_EXPR and x.referenced is not None:

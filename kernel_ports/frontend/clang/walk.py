@@ -488,9 +488,7 @@ class Walk(UnitContext):
         decl = tmpl if tmpl is not None and not tmpl.kind.is_invalid() and tmpl.kind in (K.FUNCTION_TEMPLATE,) else ref
         q = self.qname(decl)
         usr = decl.get_usr()
-        args = ch[1:] if ref.kind not in (K.CONSTRUCTOR,) else ch
-        if ref.kind == K.CONSTRUCTOR:
-            args = ch
+        args = ch[1:] if ref.kind != K.CONSTRUCTOR else ch
         # ---- the registry's special functions
         backend = next((b for f, b in self.conv.factories if f == q), None)
         if backend is not None:
@@ -534,7 +532,7 @@ class Walk(UnitContext):
         if ref is None:
             # an untyped (recovery) call: name it if it is one of ours
             name = c.spelling or (self.text(ch[0]).split("(")[0].split("::")[-1].strip() if ch else "")
-            kind = self._target_kind_by_name(name)
+            kind = self.conv.target_kind_by_name(name)
             if kind is None and len(ch) == 10 and ch and self.kernel_type:
                 kind = "invocation"
             if kind is not None:
@@ -545,17 +543,15 @@ class Walk(UnitContext):
     def _call_edge(self, c, ref, decl, q, usr, targs, args, ctx, parents, loc):
         """The call edge of a resolved call, its callers entry, and the visit_call event."""
         K = self.K
+        if q.startswith("std::"):
+            # a standard-library call's edge is not recorded, and what the visitors read of it is its callee:
+            # where its arguments come from and how its result is used are not worked out (a fifth of a large
+            # unit's walk)
+            edge = CallEdge(usr, q, c.spelling, loc, targs, (), tuple(ctx.guards))
+            return self._after_edge(c, ref, decl, edge, args, ctx, parents, loc)
         # ---- a call edge
         member_call, bound_to, bound_then = None, None, ()
         rr = self.ref_target(ref.result_type) if ref.kind != K.CONSTRUCTOR else None
-        if q.startswith("std::"):
-            # a standard-library call's edge is not recorded, and what the visitors read of it is its callee:
-            # where its arguments come from and how its result is used are not worked out (a third of a large
-            # unit's walk)
-            edge = CallEdge(usr, q, c.spelling, loc, targs, (), tuple(ctx.guards), returns_ref=rr,
-                            returns_kernel_ref=bool(rr and rr == self.kernel_type), in_slot=ctx.slot)
-            self._after_edge(c, ref, decl, edge, args, ctx, parents, loc, usr)
-            return
         if rr:
             member_call, bound_to, bound_then = self.result_use(c, parents, ctx)
         argrefs = tuple(sources(self, a, ctx, shallow=True) for a in args) if ref.kind != K.CONSTRUCTOR else ()
@@ -571,25 +567,14 @@ class Walk(UnitContext):
                         member_call=member_call, bound_to=bound_to, bound_then=bound_then)
         if not q.startswith(("std::", "__gnu_cxx::")) and ref.kind != K.CONVERSION_FUNCTION:
             ctx.info.calls.append(edge)
-        self._after_edge(c, ref, decl, edge, args, ctx, parents, loc, usr)
+        self._after_edge(c, ref, decl, edge, args, ctx, parents, loc)
 
-    def _after_edge(self, c, ref, decl, edge, args, ctx, parents, loc, usr):
+    def _after_edge(self, c, ref, decl, edge, args, ctx, parents, loc):
         if len(args) == 9:
             self.res.seen.add((loc.path, loc.line, "call9"))  # a typed nine-argument call that is not a launch
-        self.callers.setdefault(usr, []).append((ctx, c))
+        self.callers.setdefault(edge.callee_usr, []).append((ctx, c))
         for visit in self.on["visit_call"]:
             visit(c, ref, decl, edge, ctx, parents)
-
-    def _target_kind_by_name(self, name: str) -> Optional[str]:
-        if not name:
-            return None
-        if any(f.split("::")[-1] == name for f, _ in self.conv.factories):
-            return "factory_call"
-        if self.conv.selector.split("::")[-1] == name:
-            return "selector_call"
-        if self.conv.has_port.split("::")[-1] == name:
-            return "has_port_call"
-        return None
 
     def frame_for(self, d):
         """A data-flow context for another function's definition (helpers)."""
