@@ -123,20 +123,10 @@ ADDRESS_OF = 5  # CXUnaryOperator_AddrOf
 
 def skipped_ranges(tu, fileobj):
     """Lines the preprocessor skipped in a file: [(first, last)]."""
-    ci = cindex()
-
-    class CXSourceRangeList(ctypes.Structure):
-        _fields_ = [("count", ctypes.c_uint), ("ranges", ctypes.POINTER(ci.SourceRange))]
-
-    lib = ci.conf.lib
-    try:
-        fn = lib.clang_getSkippedRanges
-    except AttributeError:
+    calls = _skipped_ranges_calls()
+    if calls is None:
         return []
-    fn.argtypes = [ci.TranslationUnit, ci.File]
-    fn.restype = ctypes.POINTER(CXSourceRangeList)
-    dispose = lib.clang_disposeSourceRangeList
-    dispose.argtypes = [ctypes.POINTER(CXSourceRangeList)]
+    fn, dispose = calls
     lst = fn(tu, fileobj)
     out = []
     try:
@@ -146,3 +136,24 @@ def skipped_ranges(tu, fileobj):
     finally:
         dispose(lst)
     return out
+
+
+@lru_cache(maxsize=1)
+def _skipped_ranges_calls():
+    """libclang's skipped-ranges call and its dispose, declared once (a ctypes structure class made per call cost a
+    third of a millisecond, a few hundred times a run); None when this libclang has none."""
+    ci = cindex()
+
+    class CXSourceRangeList(ctypes.Structure):
+        _fields_ = [("count", ctypes.c_uint), ("ranges", ctypes.POINTER(ci.SourceRange))]
+
+    lib = ci.conf.lib
+    try:
+        fn = lib.clang_getSkippedRanges
+    except AttributeError:
+        return None
+    fn.argtypes = [ci.TranslationUnit, ci.File]
+    fn.restype = ctypes.POINTER(CXSourceRangeList)
+    dispose = lib.clang_disposeSourceRangeList
+    dispose.argtypes = [ctypes.POINTER(CXSourceRangeList)]
+    return fn, dispose
