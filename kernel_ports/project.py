@@ -33,17 +33,15 @@ class Result:
 
 
 def build_project_index(registry, scope, options: Options):
+    # the prelude build starts before the rest of the index is imported: it is what a cold run waits for first
+    from kernel_ports.index import prelude
+
+    where = dict(use_cache=options.use_cache, cache_dir=options.cache_dir, compile_commands=options.compile_commands)
+    early = prelude.start_for_build(registry, scope.files, **where)
     from kernel_ports.index import build_index
 
-    return build_index(
-        registry,
-        scope.files,
-        jobs=options.jobs,
-        use_cache=options.use_cache,
-        cache_dir=options.cache_dir,
-        compile_commands=options.compile_commands,
-        withheld=tuple(getattr(scope, "refused", ())),
-    )
+    return build_index(registry, scope.files, jobs=options.jobs, withheld=tuple(getattr(scope, "refused", ())),
+                       early_prelude=early, **where)
 
 
 def analyze(registry, options: Options | None = None) -> Result:

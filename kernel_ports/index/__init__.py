@@ -27,8 +27,16 @@ Per-file results are cached (:mod:`.cache`); the joins never are. Rules read the
 :class:`~.project_index.ProjectIndex`.
 """
 
-from kernel_ports.index.build import build_index
-from kernel_ports.index.plan import load_compile_commands
-from kernel_ports.index.project_index import ProjectIndex
-
 __all__ = ["ProjectIndex", "build_index", "load_compile_commands"]
+
+_WHERE = {"build_index": "build", "load_compile_commands": "plan", "ProjectIndex": "project_index"}
+
+
+def __getattr__(name):
+    # imported on first use (PEP 562), so that the CLI can start the prelude build (:mod:`.prelude`) before the
+    # rest of the index, networkx among it, is imported: a cold run waits for that build first
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)

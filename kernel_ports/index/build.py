@@ -30,7 +30,9 @@ from kernel_ports.index.project_index import ProjectIndex
 
 
 def build_index(registry, files, *, jobs: int = 2, use_cache: bool = True, cache_dir=None, compile_commands=None,
-                timeout: Optional[float] = None, withheld=()) -> ProjectIndex:
+                timeout: Optional[float] = None, withheld=(), early_prelude=None) -> ProjectIndex:
+    """The index of ``files``. ``early_prelude``: the prelude build the caller started with
+    :func:`.prelude.start_for_build` and the same arguments (None: it is started here)."""
     # Loading cached results and joining them allocates a few hundred thousand objects and frees almost none, so
     # the cyclic collector would run over and over for nothing (a sixth of a warm check); it is paused meanwhile.
     # The parser workers, forked from here, turn it back on.
@@ -38,13 +40,15 @@ def build_index(registry, files, *, jobs: int = 2, use_cache: bool = True, cache
     gc.disable()
     try:
         return _build_index(registry, files, jobs=jobs, use_cache=use_cache, cache_dir=cache_dir,
-                            compile_commands=compile_commands, timeout=timeout, withheld=tuple(sorted(withheld)))
+                            compile_commands=compile_commands, timeout=timeout, withheld=tuple(sorted(withheld)),
+                            early_prelude=early_prelude)
     finally:
         if collecting:
             gc.enable()
 
 
-def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_commands, timeout, withheld) -> ProjectIndex:
+def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_commands, timeout, withheld,
+                 early_prelude) -> ProjectIndex:
     t_start = time.perf_counter()
     bounds = limits.Limits.of(registry)
     timeout = timeout or bounds.parse_timeout_s
@@ -55,7 +59,10 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
     hashes = {f.path: sha(f.data) for f in files}
     cpp_files = [f for f in files if wit.is_cpp_file(f.path)]
     compile_commands = compile_commands or registry.compile.compile_commands
-    early = prelude.start_early_prelude(registry, root, cache, cpp_files, compile_commands) if use_cache else None
+    if early_prelude is None:
+        early_prelude = prelude.start_for_build(registry, files, use_cache=use_cache, cache_dir=cache_dir,
+                                                compile_commands=compile_commands)
+    early = early_prelude.process
     parsing = Parsing(index, cache, hashes, jobs, bounds, timeout)
     try:
         if cpp_files:

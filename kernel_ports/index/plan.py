@@ -13,13 +13,14 @@ import dataclasses
 import os
 import re
 from pathlib import Path, PurePosixPath
-from typing import Optional
-
-import networkx as nx
+from typing import TYPE_CHECKING, Optional
 
 from kernel_ports.frontend import focus, witness as wit
 from kernel_ports.index.cache import FRONTEND_VERSION, definitions_key, sha
 from kernel_ports.index.scan import witness_key
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 # Leave unread the bodies no fact can arise in or be reached through (frontend/focus.py); tests turn it off to
 # compare with a full walk.
@@ -120,6 +121,8 @@ def include_search(registry, root: Path) -> list:
 
 def witness_include_graph(witnessed: dict, known: set, search: list) -> nx.DiGraph:
     """includer -> included project file, as the witness read the ``#include`` lines."""
+    import networkx as nx  # (here, not at the top: see kernel_ports/index/__init__.py)
+
     wgraph = nx.DiGraph()
     for p, w in witnessed.items():
         wgraph.add_node(p)
@@ -132,6 +135,8 @@ def witness_include_graph(witnessed: dict, known: set, search: list) -> nx.DiGra
 
 def translation_units(witnessed: dict, wgraph: nx.DiGraph) -> set:
     """The files Clang parses: those with candidates, a header's through its includers."""
+    import networkx as nx
+
     tus: set = set()
     for p, w in witnessed.items():
         if not w.has_candidates:
@@ -184,6 +189,8 @@ def unread_bodies_of_tree(registry, cache, cpp_files: list, hashes: dict, names,
 
 def parse_jobs_wanted(registry, tus: set, wgraph: nx.DiGraph, witnessed: dict, unread: dict) -> tuple:
     """(tu -> bodies its walk may leave unread, tu -> digest of the project files it sees, [(tu, configuration)])."""
+    import networkx as nx
+
     default_conf = default_configuration(registry)
     tu_unread: dict = {}  # tu -> frozenset((path, line, column)) of bodies its walk may leave unread
     tu_sees: dict = {}  # tu -> digest of the project files its includes resolve to (a file added or gone re-parses)
@@ -203,6 +210,8 @@ def parse_jobs_wanted(registry, tus: set, wgraph: nx.DiGraph, witnessed: dict, u
 
 def unit_weights(tus: set, wgraph: nx.DiGraph, by_path: dict) -> dict:
     """tu -> bytes of it and the project files it includes: what its parse roughly costs, to start the dear first."""
+    import networkx as nx
+
     return {tu: sum(len(by_path[s].data) for s in {tu} | set(nx.descendants(wgraph, tu)) if s in by_path)
             for tu in tus}
 

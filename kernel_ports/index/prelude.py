@@ -15,8 +15,9 @@ import sys
 import time
 from pathlib import Path
 
-from kernel_ports import limits
+from kernel_ports import cachefmt, limits
 from kernel_ports.frontend import clang, headers, witness as wit
+from kernel_ports.index.cache import FileCache
 from kernel_ports.index.plan import default_configuration, define_name, dir_key
 
 
@@ -62,6 +63,26 @@ def _prelude_min_files(registry, cache) -> int:
     if not headers.resolve_for(registry).mlx.real:
         return 3
     return 1 if cache.root is not None else 2
+
+
+class EarlyPrelude:
+    """A default-configuration prelude build a caller started before calling build_index (``process`` is None when
+    none was needed: no cache, a compile database, too few sources, or a prelude kept from an earlier run)."""
+
+    def __init__(self, process):
+        self.process = process
+
+
+def start_for_build(registry, files, *, use_cache: bool = True, cache_dir=None, compile_commands=None) -> EarlyPrelude:
+    """The prelude build of a coming ``build_index`` with the same arguments, started now: the CLI calls it
+    before the rest of the index (networkx among it) is imported, so that a cold run, which waits for this build
+    before any parse, waits ~0.2 s less."""
+    if not use_cache:
+        return EarlyPrelude(None)
+    cache = FileCache(Path(cache_dir) if cache_dir is not None else cachefmt.default_cache_dir())
+    cpp_files = sorted((f for f in files if wit.is_cpp_file(f.path)), key=lambda f: f.path)
+    return EarlyPrelude(start_early_prelude(registry, Path(registry.root).resolve(), cache, cpp_files,
+                                            compile_commands or registry.compile.compile_commands))
 
 
 def start_early_prelude(registry, root: Path, cache, cpp_files: list, compile_commands):
