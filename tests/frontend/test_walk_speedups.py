@@ -38,3 +38,32 @@ def test_children_and_kinds_match_the_bindings(tmp_path):
         fast = _preorder(c, lambda x: x.get_children(), lambda x: x.kind)
         slow = _preorder(c, lambda x: orig_children(x), lambda x: orig_kind.fget(x))
         assert len(fast) > 30 and fast == slow
+
+
+def test_children_remembered_during_a_walk_are_the_same_and_go_with_it(tmp_path):
+    write_tree(tmp_path, {"f.cpp": SRC})
+    ci = clang.cindex()
+    tu = ci.Index.create().parse(str(tmp_path / "f.cpp"), args=["-x", "c++", "-std=c++20"])
+    top = [c for c in tu.cursor.get_children() if c.location.file is not None and c.location.file.name.endswith("f.cpp")]
+    plain = [_preorder(c, lambda x: x.get_children(), lambda x: x.kind) for c in top]
+
+    def child_objects():
+        out, stack = [], list(top)
+        while stack:
+            kids = list(stack.pop().get_children())
+            out += kids
+            stack += kids
+        return out
+
+    # the control: without the memory, every listing makes new cursor objects
+    a, b = child_objects(), child_objects()
+    assert not set(map(id, a)) & set(map(id, b))
+    clang.toolchain.remember_children(tu, True)
+    try:
+        again = [_preorder(c, lambda x: x.get_children(), lambda x: x.kind) for c in top]
+        first, second = child_objects(), child_objects()
+    finally:
+        clang.toolchain.remember_children(tu, False)
+    assert again == plain
+    assert len(first) > 30 and [id(c) for c in first] == [id(c) for c in second]  # listed once, handed out again
+    assert not hasattr(tu, "_kp_children")  # gone with the walk (its cursors would keep the unit alive)

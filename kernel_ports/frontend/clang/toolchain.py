@@ -78,6 +78,14 @@ def _speed_up_cursors(ci):
     the walk asks for children ~10k times a unit, so this was a third of its
     time. Here one callback serves every call. ``kind`` is read from a table
     instead of through ``CursorKind.from_id``.
+
+    While a unit's walk runs (:func:`remember_children`), a cursor's children
+    are listed once: the walk and its queries asked for the same node's
+    children four times on average (its expression walk, ``strip``, the
+    callee, argument sources), and the cursors handed out again keep what the
+    bindings cache on them (spelling, extent, location). A cursor is known by
+    its bytes (kind and libclang's pointers to the node), which are equal only
+    for the same node.
     """
     if getattr(ci.Cursor, "_kp_fast", False):
         return
@@ -91,15 +99,23 @@ def _speed_up_cursors(ci):
 
     def get_children(self):
         nonlocal collected
+        tu = self._tu
+        memo = getattr(tu, "_kp_children", None)
+        if memo is not None:
+            key = bytes(self)
+            out = memo.get(key)
+            if out is not None:
+                return iter(out)
         outer, collected = collected, []
         try:
             visit(self, _collect, None)
             out = collected
         finally:
             collected = outer
-        tu = self._tu
         for child in out:
             child._tu = tu  # keeps the unit alive as long as its cursors, as the bindings do
+        if memo is not None:
+            memo[key] = out
         return iter(out)
 
     kinds = ci.CursorKind._kinds
@@ -113,6 +129,15 @@ def _speed_up_cursors(ci):
     ci.Cursor.get_children = get_children
     ci.Cursor.kind = property(kind)
     ci.Cursor._kp_fast = True
+
+
+def remember_children(tu, on: bool) -> None:
+    """Turn the per-unit memory of children lists (see :func:`_speed_up_cursors`) on for a walk, and off after
+    it: the lists hold cursors, which hold the unit, so they must go when the walk ends."""
+    if on:
+        tu._kp_children = {}
+    elif hasattr(tu, "_kp_children"):
+        del tu._kp_children
 
 
 # CXBinaryOperatorKind / CXUnaryOperatorKind (libclang 17+)

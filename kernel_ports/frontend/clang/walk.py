@@ -65,7 +65,7 @@ from kernel_ports.frontend.clang.refusals import Refusals
 from kernel_ports.frontend.clang.seams import SeamCalls
 from kernel_ports.frontend.clang.selectors import SelectorCalls
 from kernel_ports.frontend.clang.tables import PortTables
-from kernel_ports.frontend.clang.toolchain import BINOPS, skipped_ranges
+from kernel_ports.frontend.clang.toolchain import BINOPS, remember_children, skipped_ranges
 from kernel_ports.frontend.clang.values import sources
 from kernel_ports.frontend.isolation import finish_isolated, walk_isolated
 
@@ -103,9 +103,11 @@ class Walk(UnitContext):
 
     def run(self):
         """Walk the unit once, then let it go (:meth:`close`), however the walk ends."""
+        remember_children(self.tu, True)
         try:
             self._walk_unit()
         finally:
+            remember_children(self.tu, False)
             self.close()
 
     def _walk_unit(self):
