@@ -65,7 +65,10 @@ def _timed(cmd: list, env: dict, sample: bool = False) -> tuple[float, float, in
     10 ms on the same two cores as the check, so it runs only when asked (``sample``: peak memory runs, untimed)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    # from a neutral folder: `python -m` puts the current folder first on the path, so a run started inside a
+    # checkout would time that checkout's code whatever PYTHONPATH names
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            cwd=tempfile.gettempdir())
     peak = [0]
 
     def sampling():
