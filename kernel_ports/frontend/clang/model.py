@@ -191,7 +191,6 @@ class Conventions:
             backends=tuple(registry.backends),
         )
 
-
     def target_kind_by_name(self, name: str) -> Optional[str]:
         """Which registry function a call Clang could not resolve names, by its last segment (None: none)."""
         if not name:
