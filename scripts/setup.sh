@@ -19,9 +19,19 @@ fi
 # The real MLX headers (the [mlx] extra) and Debian's cxx crate (rust/cxx.h), so the Clang front end judges through
 # what engines build with; without either, the bundled stubs are a complete fallback and the tests that need the
 # real headers skip, naming the package.
-if ! .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test,mlx]' 2>/dev/null; then
-  echo "setup: the [mlx] extra (MLX C++ headers) could not be installed; the bundled stubs are used" >&2
-  .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
+# pip runs again only when pyproject.toml changed since the last complete install (the install is editable, so code
+# changes need none): asking pip to confirm an installed environment took ~3 s of every check-sample.sh and test.sh.
+# Remove .venv/.kernel-ports-installed to force it.
+stamp=.venv/.kernel-ports-installed
+want="$(.venv/bin/python -c 'import hashlib, sys; print(sys.version.split()[0], hashlib.sha256(open("pyproject.toml", "rb").read()).hexdigest())')"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  rm -f "$stamp"
+  if .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test,mlx]' 2>/dev/null; then
+    echo "$want" > "$stamp"
+  else
+    echo "setup: the [mlx] extra (MLX C++ headers) could not be installed; the bundled stubs are used" >&2
+    .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
+  fi
 fi
 if ! ls /usr/share/cargo/registry/cxx-*/include/cxx.h >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 \
     && [ "$(id -u)" = 0 ]; then
