@@ -173,11 +173,12 @@ def outside_inputs(registry) -> tuple:
     return tuple((p, _stat_sig(p)) for p in sorted(paths))
 
 
-def store(args, registry, result) -> None:
-    """Record a full check's result under its inputs (nothing when the cache is off or the inputs are unreadable)."""
+def store(args, registry, result):
+    """Record a full check's result under its inputs: True when stored, False when the cache folder would not take
+    it, None when no entry is kept (the cache is off or an input cannot be read)."""
     key = _key(args)
     if key is None or result.scope is None:
-        return
+        return None
     scope = result.scope
     entry = {
         "kind": "check",
@@ -192,3 +193,5 @@ def store(args, registry, result) -> None:
     }
     if not cachefmt.write_entry(_path(args, key), key, entry):
         _miss("not stored")
+        return False
+    return True

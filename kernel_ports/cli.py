@@ -207,7 +207,9 @@ def cmd_check(args) -> int:
         kernel_severity = {k.name: k.severity for k in registry.kernels if k.severity}
         policy = Policy(select=select, ignore=ignore, severity=registry.severity, kernel_severity=kernel_severity)
         result = analyze(registry, _options(args, policy))
-        checkcache.store(args, registry, result)
+        if checkcache.store(args, registry, result) is False:
+            print(f"note: the cache folder {checkcache.cache_dir_of(args)} cannot be written: this check keeps nothing "
+                  "for the next one", file=sys.stderr)
         findings, summary = result.findings, result.summary
     from kernel_ports.reporters import FORMATS
 

@@ -101,3 +101,16 @@ def test_registry_finding_in_a_mutated_registry_is_one_line_exit_2(tmp_path, cap
     copy = engine_copy(tmp_path, Mutation(REGISTRY_KEY, "    file: src/lib/mlx-cpp/turbo/rope.cpp\n", "    file: ../rope.cpp\n"))
     code, out, err = run(capsys, copy)
     assert code == 2 and out == "" and "kernels[1].file: path escapes the root" in err
+
+
+def test_a_cache_folder_that_cannot_be_made_is_one_note_and_no_traceback(tmp_path, capfd):
+    # capfd, not capsys: the prelude is built in a forked process, whose standard error is the same descriptor
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    copy = engine_copy(tmp_path / "tree")
+    code = main(["check", "--registry", str(copy.registry_path), "--root", str(copy.root),
+                 "--cache-dir", str(blocker / "cache")])
+    out, err = capfd.readouterr()
+    assert code == 0
+    assert out.splitlines()[-1].endswith(": 0 error(s), 0 warning(s)")
+    assert err == f"note: the cache folder {blocker / 'cache'} cannot be written: this check keeps nothing for the next one\n"

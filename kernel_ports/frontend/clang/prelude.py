@@ -127,10 +127,10 @@ def build_prelude(args: list, cache_dir: Path, with_stubs: bool = False) -> Opti
     out = prelude_path(args, cache_dir, ci.__file__, with_stubs)
     if out.is_file():
         return str(out)
-    cache_dir.mkdir(parents=True, exist_ok=True)
     src = out.with_suffix(".h")
     hdr_args = _prelude_header_args(args, with_stubs)
     try:
+        cache_dir.mkdir(parents=True, exist_ok=True)  # (a folder that cannot be made: no prelude, parses go on)
         index = ci.Index.create()
         for warm_up in ((True, False) if with_stubs else (False,)):
             src.write_text(prelude_text(with_stubs, warm_up))
