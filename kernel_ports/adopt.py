@@ -212,7 +212,7 @@ def check_written(text: str, root, *, jobs: int, cache_dir=None, baseline: bool 
     options = Options(policy=Policy(severity=registry.severity), jobs=jobs, cache_dir=cache_dir)
     result = analyze(registry, options)
     lines = [f"check with this registry: {_verdict(result)}"]
-    lines += parse_quality_lines(registry, result.index)
+    lines += parse_quality_lines(result.index)
     lines += [f"note: {n}" for n in result.summary.get("notes", ())]
     if not baseline:
         return text, lines
