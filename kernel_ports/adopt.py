@@ -205,7 +205,7 @@ def _verdict(result) -> str:
 def check_written(text: str, root, *, jobs: int, cache_dir=None, baseline: bool = False, tracking: str = "") -> tuple:
     """Run the check once under the registry text: (text, with exemptions added when ``baseline``; stderr lines)."""
     from kernel_ports.findings import Policy
-    from kernel_ports.parse_report import parse_quality_lines
+    from kernel_ports.parse_summary import parse_quality_lines
     from kernel_ports.project import Options, analyze
 
     registry = _load_text(text, root)

@@ -4,8 +4,9 @@ The summary names the headers that judged the tree (``headers``) and, when
 files parsed with Clang errors, how many and their first distinct causes
 (``parse_errors``, and one ``notes`` line in the text report); ``facts`` lists
 each file's first errors (``files[].first_errors``); a KP902 finding names the
-Clang error nearest the construct it lost. Every figure comes from the
-project index, so what is said is what was parsed.
+Clang error nearest the construct it lost; after ``init``, each unit parsed
+with errors is listed with its first one (``parse_quality_lines``). Every
+figure comes from the project index, so what is said is what was parsed.
 """
 
 from __future__ import annotations
@@ -37,6 +38,27 @@ def parse_errors(index) -> dict:
     ranked = sorted(causes, key=lambda m: (-causes[m], order[m]))
     return {"files": len({q.path for q in failed}), "parses": len(failed), "errors": sum(q.errors for q in failed),
             "causes": [{"message": m, "count": causes[m]} for m in ranked]}
+
+
+def parse_quality_lines(index) -> list:
+    """Lines for `init`'s stderr: the count of units with Clang errors, then each of them with its first error."""
+    worst: dict = {}  # path -> (errors, configuration, its first error)
+    parsed = set()
+    for q in index.parse_quality:
+        if not q.parsed:
+            continue
+        parsed.add(q.path)
+        if q.errors and q.errors > worst.get(q.path, (0, "", ""))[0]:
+            worst[q.path] = (q.errors, q.configuration, q.first_errors[0] if q.first_errors else "")
+    if not parsed:
+        return ["parse quality: Clang parsed no translation unit"]
+    head = f"parse quality: {len(parsed) - len(worst)} of {len(parsed)} translation unit(s) parsed by Clang without errors"
+    if not worst:
+        return [head]
+    lines = [head + f"; {len(worst)} with errors:"]
+    for path, (errors, conf, cause) in sorted(worst.items(), key=lambda kv: (-kv[1][0], kv[0])):
+        lines.append(f"  {path}: {errors} error(s) (configuration {conf})" + (f"; first: {cause}" if cause else ""))
+    return lines
 
 
 def notes(headers: dict, errors: dict) -> list:

@@ -8,7 +8,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "frontend"))
 
 from helpers import files_under, make_registry, write_tree  # noqa: E402
 from kernel_ports.index import build_index  # noqa: E402
-from kernel_ports.parse_report import parse_quality_lines  # noqa: E402
+from kernel_ports.parse_summary import parse_quality_lines  # noqa: E402
 
 GOOD = '#include "mlx/mlx.h"\nnamespace eng {\nint ok() { return 1; }\n}  // namespace eng\n'
 ONE_ERROR = '#include "mlx/mlx.h"\nnamespace eng {\nint bad() { return undeclared_one; }\n}  // namespace eng\n'
