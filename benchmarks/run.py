@@ -76,12 +76,12 @@ def _timed(cmd: list, env: dict, sample: bool = False) -> tuple[float, float, in
             peak[0] = max(peak[0], _tree_rss(proc.pid))
             time.sleep(0.01)
 
-    sampler = threading.Thread(target=sampling, daemon=True)
-    if sample:
+    sampler = threading.Thread(target=sampling, daemon=True) if sample else None
+    if sampler is not None:
         sampler.start()
     out, err = proc.communicate()
     wall = time.perf_counter() - start
-    if sample:
+    if sampler is not None:
         sampler.join()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
