@@ -29,6 +29,13 @@ the index knows every function, but not what its body calls. Everything a
 rule consumes -- facts, and the call graph from any interesting function --
 is unchanged (``tests/frontend/test_focus.py`` compares full and focused
 walks).
+
+Most of those bodies are not even given to Clang (:func:`hidden_spans`): a body
+nothing outside it depends on (``witness.hideable_body``: no deduced result,
+not constexpr, no directive inside) is blanked in the text Clang parses, lines
+and columns kept, so Clang spends nothing on it either. What is lost is a
+Clang error inside such a body, which no fact could have come from
+(``tests/frontend/test_hidden_bodies.py``).
 """
 
 from __future__ import annotations
@@ -120,3 +127,16 @@ def unread_bodies(witnessed: dict, seed_names: frozenset, queries: frozenset = f
         if not hot and d.kind == "function" and d.body is not None:
             out.setdefault(path, set()).add(d.body)
     return {p: frozenset(b) for p, b in out.items()}
+
+
+def hidden_spans(witnessed: dict, unread: dict) -> dict:
+    """path -> sorted (start, end) byte offsets of the unread bodies Clang may be given blank (see the module
+    docstring); ``witnessed`` with its definitions, ``unread`` from :func:`unread_bodies`."""
+    out: dict = {}
+    for path, bodies in unread.items():
+        w = witnessed.get(path)
+        spans = sorted(d.body_span for d in (w.definitions if w is not None else ())
+                       if d.body is not None and d.body_span is not None and d.body in bodies)
+        if spans:
+            out[path] = tuple(spans)
+    return out

@@ -103,6 +103,9 @@ class Definition:
     members: tuple = ()  # a record's fields and methods (also in declares)
     accessed: frozenset = frozenset()  # identifiers written after `.`, `->` or `::` (how a free function names a member)
     availability: bool = False  # it mentions a `*_available` name (an availability test, whatever it is)
+    # (start, end) byte offsets of a free function's ``{ ... }`` when Clang can be given the function without it,
+    # should the focus leave the body unread (``hideable_body`` below); None otherwise
+    body_span: tuple | None = None
 
 
 @dataclass(frozen=True)
@@ -331,6 +334,12 @@ def error_lines(root) -> list:
 
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# A function Clang needs the body of even where nothing calls it: a deduced result type (`auto`, `decltype(auto)`)
+# is typed from its body, a constexpr or consteval function may be evaluated anywhere
+_BODY_NEEDED = re.compile(rb"\b(?:auto|decltype|constexpr|consteval)\b")
+# what in a body reaches past it: a preprocessor directive (`#`, or the `%:` digraph) defines, undefines or
+# includes for the code after it; `_Pragma` may change how the code after it is read
+_BODY_REACHES_OUT = re.compile(rb"(?m)^[ \t]*(?:#|%:)|_Pragma\b")
 _ACCESSED = re.compile(r"(?:\.|->|::)\s*(?:template\s+)?([A-Za-z_][A-Za-z0-9_]*)")
 _SCOPES = {"translation_unit", "declaration_list", "namespace_definition", "linkage_specification", "preproc_if",
            "preproc_ifdef", "preproc_else", "preproc_elif", "preproc_elifdef"}
@@ -396,6 +405,20 @@ def _function_declarator(decl):
     return node, name
 
 
+def hideable_body(span, node, body) -> tuple | None:
+    """(start, end) of a free function's body when Clang can be given the function with the body blanked out:
+    nothing outside the body depends on its text (no deduced result, not constexpr or consteval, no directive or
+    ``_Pragma`` inside) and tree-sitter read the whole definition without an error. Blanked, a body the walk
+    leaves unread costs Clang nothing (frontend/clang/session.py checks each against Clang's own view)."""
+    if node.has_error or body.end_byte - body.start_byte < 2:
+        return None
+    head = span.text[: body.start_byte - span.start_byte]
+    inner = body.text[1:-1]
+    if body.text[-1:] != b"}" or _BODY_NEEDED.search(head) or _BODY_REACHES_OUT.search(inner):
+        return None
+    return body.start_byte, body.end_byte
+
+
 def definitions(root) -> tuple:
     """The namespace-level declarations of a file (entering namespaces, linkage specifications, conditional
     blocks and templates, never a function body) and the macros it defines."""
@@ -432,7 +455,8 @@ def definitions(root) -> tuple:
             defs.append(Definition("function", name or "", first, last, mentions, (name,) if name else (),
                                    (body.start_point.row + 1, body.start_point.column + 1) if free else None,
                                    result[0] if result else "",
-                                   accessed=frozenset(_ACCESSED.findall(text)) if free else frozenset()))
+                                   accessed=frozenset(_ACCESSED.findall(text)) if free else frozenset(),
+                                   body_span=hideable_body(span, node, body) if free else None))
         elif t in _RECORDS:
             members: list = []
             names = _record_names(node, members)

@@ -33,6 +33,8 @@ class UnitJobs:
     tu_unread: dict
     withheld: tuple
     tu_weight: dict  # unit -> characters of it and the project files it includes (its parse's rough cost)
+    hidden: dict  # path -> (start, end) of the unread bodies Clang may be given blank (frontend/focus.py)
+    hashes: dict  # path -> content hash, of the text those spans were found in
 
 
 class Parsing:
@@ -98,8 +100,11 @@ def _parse_job(units: UnitJobs, rel: str, conf, pch: Optional[str]):
     base = tuple(clang.build_args(units.registry, conf, rel, compile_commands=units.cc))
     args = base + (("-include-pch", pch) if pch else ())
     root = units.root
+    seen = sorted({path for path, _, _ in units.tu_unread[rel]} & set(units.hidden))
+    hidden = tuple((p, str(units.by_path[p].abspath), units.hashes[p], units.hidden[p]) for p in seen
+                   if p not in units.withheld)
     return clang.ParseJob(
         abspath=str(units.by_path[rel].abspath), relpath=rel, configuration=conf.name, args=args,
         root=str(root), project_files=frozenset(units.known), conventions=units.conv,
-        fault=units.fault_map.get(rel), unread_bodies=units.tu_unread[rel],
+        fault=units.fault_map.get(rel), unread_bodies=units.tu_unread[rel], hidden_bodies=hidden,
         withheld=tuple(str(root / p) for p in units.withheld))

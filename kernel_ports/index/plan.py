@@ -167,24 +167,27 @@ def _unread_bodies(registry, witnessed: dict) -> dict:
 
 
 def unread_bodies_of_tree(registry, cache, cpp_files: list, hashes: dict, names, names_key: str, witnessed: dict,
-                          definitions: dict, parser) -> dict:
-    """path -> (line, column) of the function bodies the walks may leave unread (frontend/focus.py)."""
+                          definitions: dict, parser) -> tuple:
+    """(path -> (line, column) of the function bodies the walks may leave unread, path -> (start, end) of those
+    Clang may be given blank) (frontend/focus.py)."""
     # a function of every C-family file and the registry's names: computed once per state of the tree
     fkey = sha(f"f|{FRONTEND_VERSION}|{names_key}|{_focus_inputs(registry)}|{sorted((f.path, hashes[f.path]) for f in cpp_files)}".encode())
-    unread = cache.get(fkey)
-    if unread is None:
-        full = {}
-        for f in cpp_files:
-            defs = definitions.get(f.path)
-            if defs is None:
-                wkey = witness_key(names_key, f.path, hashes[f.path])
-                defs = cache.get(definitions_key(wkey))
-            if defs is None:  # not cached (no cache directory, or lost): read again
-                defs = wit.witness(f.path, f.data, names, parser := parser or wit.cpp_parser()).definitions
-            full[f.path] = dataclasses.replace(witnessed[f.path], definitions=defs)
-        unread = _unread_bodies(registry, full)
-        cache.put(fkey, unread)
-    return unread
+    got = cache.get(fkey)
+    if isinstance(got, tuple) and len(got) == 2:
+        return got
+    full = {}
+    for f in cpp_files:
+        defs = definitions.get(f.path)
+        if defs is None:
+            wkey = witness_key(names_key, f.path, hashes[f.path])
+            defs = cache.get(definitions_key(wkey))
+        if defs is None:  # not cached (no cache directory, or lost): read again
+            defs = wit.witness(f.path, f.data, names, parser := parser or wit.cpp_parser()).definitions
+        full[f.path] = dataclasses.replace(witnessed[f.path], definitions=defs)
+    unread = _unread_bodies(registry, full)
+    got = unread, focus.hidden_spans(full, unread)
+    cache.put(fkey, got)
+    return got
 
 
 def parse_jobs_wanted(registry, tus: set, wgraph: nx.DiGraph, witnessed: dict, unread: dict) -> tuple:

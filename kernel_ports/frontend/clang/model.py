@@ -234,3 +234,6 @@ class ParseJob:
     fault: Optional[str] = None  # test hook: "crash" | "hang" | "error"
     unread_bodies: frozenset = frozenset()  # (relpath, line, column) of free-function bodies not to walk (focus.py)
     withheld: tuple = ()  # absolute paths of project files the scope refused (KP901): Clang sees them empty
+    # (relpath, absolute path, sha256 of the text the witness read, ((start, end), ...)): unread bodies Clang is
+    # given blank (session.blanked_sources)
+    hidden_bodies: tuple = ()

@@ -93,6 +93,7 @@ class Walk(UnitContext):
         if unknown:
             raise TypeError(f"extractor methods for events the walk does not have: {unknown}")
         self.on = {event: tuple(handlers.get(event, ())) for event in EVENTS}
+        self.unread_seen: set = set()  # (relpath, start, end offsets) of each body left unread
 
     def close(self) -> None:
         """Drop the extractors and their handlers: each holds the walk, and a walk kept alive by that cycle would
@@ -271,10 +272,15 @@ class Walk(UnitContext):
         self._returns(body, ctx)
 
     def _unread(self, body) -> bool:
-        """A body the focus says no fact can arise in or be reached through (frontend/focus.py)."""
-        start = body.extent.start
+        """A body the focus says no fact can arise in or be reached through (frontend/focus.py); its place is kept
+        (``unread_seen``: the session checks each body it blanked against them)."""
+        ext = body.extent
+        start = ext.start
         rel = self.rel(start.file) if start.file is not None else None
-        return rel is not None and (rel, start.line, start.column) in self.job.unread_bodies
+        if rel is None or (rel, start.line, start.column) not in self.job.unread_bodies:
+            return False
+        self.unread_seen.add((rel, start.offset, ext.end.offset))
+        return True
 
     def _returns(self, body, ctx):
         """What the function returns: value refs (wrappers) and static holder variables."""
