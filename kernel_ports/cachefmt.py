@@ -176,6 +176,18 @@ _TYPE_MODULES = ("kernel_ports.facts", "kernel_ports.frontend.clang.model", "ker
 TYPES = _Registry(_TYPE_MODULES)
 
 
+_LAYOUTS: dict = {}  # dataclass -> (its name in TYPES, ((field, plain kind or None), ...))
+
+
+def _layout(t):
+    lay = _LAYOUTS.get(t)
+    if lay is None:
+        name, fields, as_list = TYPES.layout(t)
+        plain = dict(as_list)
+        lay = _LAYOUTS[t] = (name, tuple((f, plain.get(i)) for i, f in enumerate(fields)))
+    return lay
+
+
 def _to_data(obj):
     t = type(obj)
     if obj is None or t is str or t is bool or t is int or t is float:
@@ -188,13 +200,16 @@ def _to_data(obj):
         return {"f" if t is frozenset else "s": [_to_data(x) for x in obj]}
     if t is dict:
         return {"m": [[_to_data(k), _to_data(v)] for k, v in obj.items()]}
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        name, fields, as_list = TYPES.layout(t)
-        values = [_to_data(obj.__dict__[f]) for f in fields]
-        for i, kind in as_list:  # a plain array: the decoder makes it the declared kind again
-            v = obj.__dict__[fields[i]]
-            if type(v) is kind:
-                values[i] = [[_to_data(k), _to_data(x)] for k, x in v.items()] if kind is dict else [_to_data(x) for x in v]
+    if t in _LAYOUTS or (dataclasses.is_dataclass(obj) and not isinstance(obj, type)):
+        name, fields = _layout(t)
+        d = obj.__dict__
+        values = []
+        for f, kind in fields:
+            v = d[f]
+            if kind is not None and type(v) is kind:  # a plain array: the decoder makes it the declared kind again
+                values.append([[_to_data(k), _to_data(x)] for k, x in v.items()] if kind is dict else [_to_data(x) for x in v])
+            else:
+                values.append(_to_data(v))
         return {name: values}
     raise TypeError(f"{t.__name__} cannot be stored in the cache")
 
