@@ -166,3 +166,8 @@ def test_a_body_the_preprocessor_skips_needs_no_second_parse(tmp_path, monkeypat
     res = clang.parse_translation_unit(job)
     assert res.ok, res.error
     assert calls == [True]
+
+
+def test_lines_are_counted_as_clang_ends_them():
+    text = b"a\r\nb\rc\nd"
+    assert [session.line_of(text, text.index(ch)) for ch in b"abcd"] == [1, 2, 3, 4]

@@ -193,7 +193,13 @@ def _blanks_confirmed(blanked: list, walk, res: TUResult) -> bool:
         for a, b in spans:
             if (rel, a, b) in walk.unread_seen or rel not in walked:
                 continue
-            line = text.count(b"\n", 0, a) + 1
+            line = line_of(text, a)
             if not any(first <= line <= last for first, last in skipped):
                 return False
     return True
+
+
+def line_of(text: bytes, offset: int) -> int:
+    """The 1-based line of a byte offset, lines ended as Clang ends them (``\\r\\n``, ``\\n`` or ``\\r``)."""
+    before = text[:offset]
+    return before.count(b"\n") + before.count(b"\r") - before.count(b"\r\n") + 1
