@@ -13,7 +13,8 @@ evidence is local to the unit, and per-function summaries that
 - :mod:`.walk` the single traversal, and the events it gives the extractors
 - extractors, one per fact family: :mod:`.tables`, :mod:`.factories`, :mod:`.selectors`, :mod:`.launches`,
   :mod:`.backend_tests`, :mod:`.predicates`, :mod:`.refusals`, :mod:`.seams`
-- value-flow queries over the context: :mod:`.values`, :mod:`.template_args`, :mod:`.dtype_flow`
+- value-flow queries over the context: :mod:`.values`, :mod:`.template_args`, :mod:`.dtype_flow`; the
+  ``switch``/``if`` guards a statement sits under: :mod:`.guards`
 """
 
 from kernel_ports.frontend.clang.model import CallEdge, Conventions, FunctionInfo, ParseJob, TUResult

@@ -42,7 +42,8 @@ After the traversal each extractor's ``finish()`` runs, in the order of
 :data:`EXTRACTORS`, isolated under its ``phase`` name. Extractors share state
 only through the context (the walk itself, a :class:`.context.UnitContext`);
 value-flow queries several of them need are modules of functions over it
-(:mod:`.values`, :mod:`.dtype_flow`, :mod:`.template_args`).
+(:mod:`.values`, :mod:`.dtype_flow`, :mod:`.template_args`); the guards a statement sits under
+are asked of :mod:`.guards`.
 
 Names come from the registry (factories, selector, ``has_kernel_port``, the
 table type, backend queries, seams, predicates).  The only MLX names known
@@ -58,6 +59,7 @@ from typing import Optional
 from kernel_ports.frontend.clang.backend_tests import BackendTests
 from kernel_ports.frontend.clang.context import Extractor, Frame, UnitContext, same_cursor
 from kernel_ports.frontend.clang.factories import FactoryCalls
+from kernel_ports.frontend.clang.guards import case_labels, guard_subject, if_guards
 from kernel_ports.frontend.clang.launches import Launches
 from kernel_ports.frontend.clang.model import CallEdge, FunctionInfo, Guard, ParseJob, TUResult
 from kernel_ports.frontend.clang.predicates import Predicates
@@ -346,14 +348,14 @@ class Walk(UnitContext):
             ch = list(c.get_children())
             cond, body = ch[0], ch[-1]
             self.expr(cond, ctx, parents + [c])
-            subject = self._guard_subject(cond)
+            subject = guard_subject(self, cond)
             if subject is None or body.kind != K.COMPOUND_STMT:
                 self.stmt(body, ctx, parents + [c])
                 return
             all_values = []
             groups = []  # (values, is_default, [stmts])
             for s in body.get_children():
-                labels, is_default, inner = self._case_labels(s)
+                labels, is_default, inner = case_labels(self, s)
                 if labels is None:
                     if groups:
                         groups[-1][2].append(s)
@@ -372,7 +374,7 @@ class Walk(UnitContext):
             if len(ch) in (2, 3):
                 cond = ch[0]
                 self.expr(cond, ctx, parents + [c])
-                gthen, gelse = self._if_guards(cond)
+                gthen, gelse = if_guards(self, cond)
                 for i, s in enumerate(ch[1:]):
                     g = gthen if i == 0 else gelse
                     if g is not None:
@@ -393,48 +395,6 @@ class Walk(UnitContext):
             return
         for ch in c.get_children():
             self.stmt(ch, ctx, parents + [c])
-
-    def _case_labels(self, s):
-        K = self.K
-        labels, is_default = [], False
-        inner = s
-        if s.kind not in (K.CASE_STMT, K.DEFAULT_STMT):
-            return None, False, None
-        while inner is not None and inner.kind in (K.CASE_STMT, K.DEFAULT_STMT):
-            ch = list(inner.get_children())
-            if inner.kind == K.DEFAULT_STMT:
-                is_default = True
-                inner = ch[-1] if ch else None
-            else:
-                v = self.enum_const(ch[0]) if ch else None
-                labels.append(v or (self.text(ch[0]) if ch else "?"))
-                inner = ch[-1] if len(ch) > 1 else None
-        return labels, is_default, inner
-
-    def _guard_subject(self, cond) -> Optional[str]:
-        c = self.strip(cond)
-        if c.kind == self.K.DECL_REF_EXPR:
-            r = c.referenced
-            if r is not None and r.kind in (self.K.PARM_DECL, self.K.TEMPLATE_NON_TYPE_PARAMETER):
-                return r.spelling
-        return None
-
-    def _if_guards(self, cond):
-        c = self.strip(cond)
-        if c.kind != self.K.BINARY_OPERATOR:
-            return None, None
-        op = BINOPS.get(self.ci.conf.lib.clang_getCursorBinaryOperatorKind(c))
-        if op not in ("==", "!="):
-            return None, None
-        a, b = list(c.get_children())[:2]
-        subj, val = self._guard_subject(a), self.enum_const(b)
-        if subj is None:
-            subj, val = self._guard_subject(b), self.enum_const(a)
-        if subj is None or val is None:
-            return None, None
-        eq = Guard(subj, (val,), False)
-        ne = Guard(subj, (val,), True)
-        return (eq, ne) if op == "==" else (ne, eq)
 
     def expr(self, c, ctx, parents):
         """Walk an expression tree, recording calls and uses."""
