@@ -180,11 +180,9 @@ _LAYOUTS: dict = {}  # dataclass -> (its name in TYPES, ((field, plain kind or N
 
 
 def _layout(t):
-    lay = _LAYOUTS.get(t)
-    if lay is None:
-        name, fields, as_list = TYPES.layout(t)
-        plain = dict(as_list)
-        lay = _LAYOUTS[t] = (name, tuple((f, plain.get(i)) for i, f in enumerate(fields)))
+    name, fields, as_list = TYPES.layout(t)
+    plain = dict(as_list)
+    lay = _LAYOUTS[t] = (name, tuple((f, plain.get(i)) for i, f in enumerate(fields)))
     return lay
 
 
@@ -200,8 +198,11 @@ def _to_data(obj):
         return {"f" if t is frozenset else "s": [_to_data(x) for x in obj]}
     if t is dict:
         return {"m": [[_to_data(k), _to_data(v)] for k, v in obj.items()]}
-    if t in _LAYOUTS or (dataclasses.is_dataclass(obj) and not isinstance(obj, type)):
-        name, fields = _layout(t)
+    lay = _LAYOUTS.get(t)
+    if lay is None and dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        lay = _layout(t)
+    if lay is not None:
+        name, fields = lay
         d = obj.__dict__
         values = []
         for f, kind in fields:

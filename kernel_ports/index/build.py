@@ -128,7 +128,7 @@ def _index(run: _Run, parsing: Parsing, cpp_files: list) -> None:
     comp_key = _compile_key(registry, conv, root, cc, run.withheld)
     parsing.units = UnitJobs(registry=registry, root=root, conv=conv, by_path=by_path, known=known, cc=cc,
                              fault_map=plan.faults(), tu_unread=tu_unread, withheld=run.withheld,
-                             tu_weight=plan.unit_weights(tus, wgraph, by_path), hidden=hidden, hashes=hashes)
+                             tu_weight=plan.unit_weights(tus, wgraph, by_path), hidden=hidden)
     wanted = [(rel, conf, sha(f"c|{comp_key}|{conf.name}|{conf.defines}|{rel}|{hashes[rel]}|"
                               f"{sha(repr(sorted(tu_unread[rel])).encode())}|{tu_sees[rel]}".encode()))
               for rel, conf in jobs_wanted]

@@ -34,7 +34,6 @@ class UnitJobs:
     withheld: tuple
     tu_weight: dict  # unit -> characters of it and the project files it includes (its parse's rough cost)
     hidden: dict  # path -> (start, end) of the unread bodies Clang may be given blank (frontend/focus.py)
-    hashes: dict  # path -> content hash, of the text those spans were found in
 
 
 class Parsing:
@@ -77,7 +76,8 @@ class Parsing:
         parse_jobs = []
         for rel, conf, key in to_parse:
             pch = pchs.get(plan_of.get(tuple(clang.build_args(registry, conf, rel)))) if rel not in units.cc else None
-            parse_jobs.append(((rel, conf.name, key), ("parse", _parse_job(units, rel, conf, pch), (rel, key))))
+            job = _parse_job(units, self.hashes, rel, conf, pch)
+            parse_jobs.append(((rel, conf.name, key), ("parse", job, (rel, key))))
         if self.started is None:
             self.started = time.perf_counter()
         self.pool.submit(parse_jobs)
@@ -96,13 +96,13 @@ class Parsing:
             shutil.rmtree(self.tmpdir, ignore_errors=True)
 
 
-def _parse_job(units: UnitJobs, rel: str, conf, pch: Optional[str]):
+def _parse_job(units: UnitJobs, hashes: dict, rel: str, conf, pch: Optional[str]):
     base = tuple(clang.build_args(units.registry, conf, rel, compile_commands=units.cc))
     args = base + (("-include-pch", pch) if pch else ())
     root = units.root
-    seen = sorted({path for path, _, _ in units.tu_unread[rel]} & set(units.hidden))
-    hidden = tuple((p, str(units.by_path[p].abspath), units.hashes[p], units.hidden[p]) for p in seen
-                   if p not in units.withheld)
+    # each file with bodies to blank, with the hash of the text they were found in (the parse checks it)
+    paths = sorted({p for p, _, _ in units.tu_unread[rel] if p in units.hidden and p not in units.withheld})
+    hidden = tuple((p, str(units.by_path[p].abspath), hashes[p], units.hidden[p]) for p in paths)
     return clang.ParseJob(
         abspath=str(units.by_path[rel].abspath), relpath=rel, configuration=conf.name, args=args,
         root=str(root), project_files=frozenset(units.known), conventions=units.conv,

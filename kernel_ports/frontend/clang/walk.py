@@ -533,7 +533,7 @@ class Walk(UnitContext):
                         returns_ref=rr, returns_kernel_ref=bool(rr and rr == self.kernel_type),
                         is_method=ref.kind in (K.CXX_METHOD, K.CONVERSION_FUNCTION), in_slot=ctx.slot,
                         member_call=member_call, bound_to=bound_to, bound_then=bound_then)
-        if not q.startswith(("std::", "__gnu_cxx::")) and ref.kind != K.CONVERSION_FUNCTION:
+        if not q.startswith("__gnu_cxx::") and ref.kind != K.CONVERSION_FUNCTION:  # (std:: calls left above)
             ctx.info.calls.append(edge)
         self._after_edge(c, ref, decl, edge, args, ctx, parents, loc)
 
