@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -27,23 +25,17 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from generate import generate  # noqa: E402
+from run import _timed  # noqa: E402
 
 
 def cold_run(checkout: Path, registry: Path, jobs: int, cache: Path) -> tuple[float, float]:
-    """(wall s, CPU s of the process tree) of one cold check of ``checkout``'s code."""
+    """(wall s, CPU s of the process tree) of one cold check of ``checkout``'s code (run.py's timing)."""
     shutil.rmtree(cache, ignore_errors=True)
     env = dict(os.environ, KERNEL_PORTS_CACHE_DIR=str(cache), PYTHONPATH=str(checkout))
     cmd = [sys.executable, "-m", "kernel_ports", "check", "--registry", str(registry), "--format", "json",
            "--jobs", str(jobs)]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, cwd=tempfile.gettempdir(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                          text=True)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode not in (0, 1):
-        raise SystemExit(f"check of {checkout} failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    wall, cpu, _, _, _ = _timed(cmd, env)
+    return wall, cpu
 
 
 def compare(before: Path, after: Path, registry: Path, pairs: int, jobs: int, work: Path) -> dict:
