@@ -35,6 +35,11 @@ PRELUDE_STD_HEADERS = (
 # otherwise made again: half of a launcher's parse. Its namespace is nobody's; the walk never lists the
 # prelude's declarations. Its functions return ``auto``: Clang never skips the body of a function whose result
 # type it must deduce (PRELUDE_PARSE_OPTIONS), so these bodies, and the instantiations they ask for, are kept.
+# A launch is written in several ways, and each asks for instantiations of its own: its arguments braced or
+# named (a named vector is copied, which instantiates its copy constructor: half of a launch's cost in a unit),
+# the grid a braced list or ``std::make_tuple``, values plain, ``const`` or computed, and each template argument's
+# name a string literal whose length is part of the type (``{"D", n}`` and ``{"WINDOW", n}`` instantiate the
+# pair's constructor apart). ``launch_named`` and ``launch_const`` write the common ones.
 PRELUDE_WARM_UP = r"""
 namespace kernel_ports_prelude_warm_up {
 inline auto launch(mlx::core::fast::CustomKernelFunction& k, const mlx::core::array& x, int n) {
@@ -42,6 +47,28 @@ inline auto launch(mlx::core::fast::CustomKernelFunction& k, const mlx::core::ar
   targs.push_back({"T", x.dtype()});
   targs.emplace_back("N", n);
   return k({x, x}, {x.shape()}, {x.dtype()}, {n, 1, 1}, {256, 1, 1}, {{"T", x.dtype()}, {"N", n}, {"B", true}},
+           std::nullopt, false, {});
+}
+inline auto launch_named(mlx::core::fast::CustomKernelFunction& k, const mlx::core::array& x, int n) {
+  const int m = n / 2;
+  std::vector<mlx::core::array> inputs = {x, x};
+  std::vector<mlx::core::Shape> output_shapes = {x.shape()};
+  std::vector<mlx::core::Dtype> output_dtypes = {x.dtype()};
+  std::vector<std::pair<std::string, mlx::core::fast::TemplateArg>> template_args;
+  template_args.push_back({"T", x.dtype()});
+  template_args.push_back({"N", m});
+  auto results = k(inputs, output_shapes, output_dtypes, std::make_tuple(32, m, n), std::make_tuple(32, 4, 1),
+                   template_args, std::nullopt, false, {});
+  return results[0];
+}
+inline auto launch_const(mlx::core::fast::CustomKernelFunction& k, const mlx::core::array& x, const mlx::core::array& y) {
+  const int a = x.shape(0);
+  const int b = x.shape(-1);
+  const bool c = a > b;
+  const mlx::core::array s{1.0f};
+  return k({x, y, s}, {x.shape()}, {x.dtype()}, {a, b, 1}, {b, 1, 1},
+           {{"T", x.dtype()}, {"D", a}, {"DT", x.dtype()}, {"DIM", b}, {"FLAG", c}, {"WIDTH", a}, {"WINDOW", b},
+            {"THREADS", a}, {"HEAD_DIM", b}, {"NUM_HEADS", a}, {"BLOCK_SIZE", b}, {"GROUP_COUNT", a}, {"TILE", true}},
            std::nullopt, false, {});
 }
 inline auto make() {
