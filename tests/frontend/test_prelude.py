@@ -1,7 +1,10 @@
 """The precompiled prelude: built once, reused by later runs even for one changed file, and never a reason to lose
 a file (a prelude Clang rejects is dropped for that parse)."""
 
+import dataclasses
 from pathlib import Path
+
+import pytest
 
 from helpers import files_under, make_registry, write_tree
 from kernel_ports.frontend import clang
@@ -163,3 +166,24 @@ def test_which_defines_share_the_default_prelude(tmp_path):
     # reserved names and NDEBUG may change the standard headers; a changed value is not an addition
     assert shared(("default", ()), ("dbg", ("_GLIBCXX_DEBUG", "NDEBUG", "X"))) == {"X"}
     assert shared(("default", ("A=1",)), ("other", ("A=2", "Y"))) == frozenset()
+
+
+@pytest.mark.parametrize("header_set", ["stubs", "real"])
+def test_every_warm_up_launch_compiles_against_the_header_set(tmp_path, header_set):
+    """The warm-up is left out of the prelude when it does not compile, which costs every unit half its parse and
+    no fact: so nothing else would show a launch form (named vectors, make_tuple, const values) the headers reject."""
+    from kernel_ports.frontend import headers
+    from kernel_ports.index.prelude import prelude_args
+
+    reg = make_registry(tmp_path / "t")
+    if header_set == "stubs":
+        reg = dataclasses.replace(reg, compile=dataclasses.replace(reg.compile, mlx_headers="stubs", cxx_headers="stubs"))
+    elif not headers.resolve_for(reg).mlx.real:
+        pytest.skip("real MLX headers not installed: pip install 'kernel-ports[mlx]' (mlx-cpu)")
+    conf = reg.compile.configurations[0]
+    args = prelude_args(tuple(clang.build_args(reg, conf, "src/k.cpp")), Path(reg.root).resolve())
+    pch = clang.build_prelude(list(args), tmp_path / "pch", True)
+    assert pch is not None
+    text = Path(pch).with_suffix(".h").read_text()
+    for fn in ("launch(", "launch_named(", "launch_const(", "make(", "hold(", "use("):
+        assert f"inline auto {fn}" in text or f"inline auto& {fn}" in text, fn
