@@ -187,3 +187,18 @@ def test_every_warm_up_launch_compiles_against_the_header_set(tmp_path, header_s
     text = Path(pch).with_suffix(".h").read_text()
     for fn in ("launch(", "launch_named(", "launch_const(", "make(", "hold(", "use("):
         assert f"inline auto {fn}" in text or f"inline auto& {fn}" in text, fn
+
+
+def test_a_warm_up_part_the_headers_reject_leaves_the_others(tmp_path, monkeypatch):
+    """A launch form an older MLX does not compile gives up its own part of the warm-up, not the whole warm-up."""
+    from kernel_ports.frontend.clang import prelude as pre
+    from kernel_ports.index.prelude import prelude_args
+
+    rejected = "namespace kernel_ports_prelude_warm_up {\ninline auto rejected() { return mlx::core::no_such_op(); }\n}\n"
+    monkeypatch.setattr(pre, "WARM_UPS", (pre.PRELUDE_WARM_UP, rejected))
+    reg = make_registry(tmp_path / "t")
+    reg = dataclasses.replace(reg, compile=dataclasses.replace(reg.compile, mlx_headers="stubs", cxx_headers="stubs"))
+    args = prelude_args(tuple(clang.build_args(reg, reg.compile.configurations[0], "src/k.cpp")), Path(reg.root).resolve())
+    pch = clang.build_prelude(list(args), tmp_path / "pch", True)
+    text = Path(pch).with_suffix(".h").read_text()
+    assert "inline auto launch(" in text and "rejected" not in text

@@ -35,12 +35,6 @@ PRELUDE_STD_HEADERS = (
 # otherwise made again: half of a launcher's parse. Its namespace is nobody's; the walk never lists the
 # prelude's declarations. Its functions return ``auto``: Clang never skips the body of a function whose result
 # type it must deduce (PRELUDE_PARSE_OPTIONS), so these bodies, and the instantiations they ask for, are kept.
-# A launch is written in several ways, and each asks for instantiations of its own: its arguments braced or
-# named (a named vector is copied, which instantiates its copy constructor: half of a launch's cost in a unit),
-# the grid a braced list or ``std::make_tuple``, values plain, ``const`` or computed. ``launch_named`` and
-# ``launch_const`` write the common ones (a launcher's Clang time -20 %). Not every form pays: a template
-# argument's name is a string literal whose length is part of its type, but warming a pair for each length made
-# units dearer, since libclang 18 reads every specialization of a template from the prelude once a unit uses one.
 PRELUDE_WARM_UP = r"""
 namespace kernel_ports_prelude_warm_up {
 inline auto launch(mlx::core::fast::CustomKernelFunction& k, const mlx::core::array& x, int n) {
@@ -50,6 +44,34 @@ inline auto launch(mlx::core::fast::CustomKernelFunction& k, const mlx::core::ar
   return k({x, x}, {x.shape()}, {x.dtype()}, {n, 1, 1}, {256, 1, 1}, {{"T", x.dtype()}, {"N", n}, {"B", true}},
            std::nullopt, false, {});
 }
+inline auto make() {
+  return mlx::core::fast::metal_kernel("k", {"x"}, {"out"}, "src", "", true, false);
+}
+inline auto& hold() {
+  static std::once_flag once;
+  static std::optional<mlx::core::fast::CustomKernelFunction> kernel;
+  std::call_once(once, [] { kernel.emplace(mlx::core::fast::cuda_kernel("k", {"x"}, {"out"}, "src")); });
+  static mlx::core::fast::CustomKernelFunction other = mlx::core::fast::hip_kernel("k", {"x"}, {"out"}, std::string("src"));
+  return *kernel;
+}
+inline auto use(const mlx::core::array& x) {
+  auto y = mlx::core::astype(x, mlx::core::float32);
+  auto out = launch(hold(), mlx::core::contiguous(mlx::core::reshape(y, y.shape())), static_cast<int>(x.size()));
+  return out[0];
+}
+}  // namespace kernel_ports_prelude_warm_up
+"""
+
+# A launch is written in several ways, and each asks for instantiations of its own: its arguments braced or
+# named (a named vector is copied, which instantiates its copy constructor: half of a launch's cost in a unit),
+# the grid a braced list or ``std::make_tuple``, values plain, ``const`` or computed. ``launch_named`` and
+# ``launch_const`` write the common ones (the generated benchmark tree's Clang time -24 %). They are a part of
+# their own, so that headers one of them does not compile against (an older MLX) keep the first part. Not every
+# form pays: a template argument's name is a string literal whose length is part of its type, but warming a pair
+# for each length made units dearer, since libclang 18 reads every specialization of a template from the prelude
+# once a unit uses one.
+PRELUDE_WARM_UP_FORMS = r"""
+namespace kernel_ports_prelude_warm_up {
 inline auto launch_named(mlx::core::fast::CustomKernelFunction& k, const mlx::core::array& x, int n) {
   const int m = n / 2;
   std::vector<mlx::core::array> inputs = {x, x};
@@ -71,23 +93,11 @@ inline auto launch_const(mlx::core::fast::CustomKernelFunction& k, const mlx::co
            {{"T", x.dtype()}, {"D", a}, {"FLAG", c}, {"N", b}},
            std::nullopt, false, {});
 }
-inline auto make() {
-  return mlx::core::fast::metal_kernel("k", {"x"}, {"out"}, "src", "", true, false);
-}
-inline auto& hold() {
-  static std::once_flag once;
-  static std::optional<mlx::core::fast::CustomKernelFunction> kernel;
-  std::call_once(once, [] { kernel.emplace(mlx::core::fast::cuda_kernel("k", {"x"}, {"out"}, "src")); });
-  static mlx::core::fast::CustomKernelFunction other = mlx::core::fast::hip_kernel("k", {"x"}, {"out"}, std::string("src"));
-  return *kernel;
-}
-inline auto use(const mlx::core::array& x) {
-  auto y = mlx::core::astype(x, mlx::core::float32);
-  auto out = launch(hold(), mlx::core::contiguous(mlx::core::reshape(y, y.shape())), static_cast<int>(x.size()));
-  return out[0];
-}
 }  // namespace kernel_ports_prelude_warm_up
 """
+
+# the warm-up's parts, in the order they are given up when the headers do not compile one (the last first)
+WARM_UPS = (PRELUDE_WARM_UP, PRELUDE_WARM_UP_FORMS)
 
 
 # How the prelude is parsed. Skipping function bodies: the bodies of the standard and MLX headers' functions are
@@ -101,7 +111,9 @@ inline auto use(const mlx::core::array& x) {
 PRELUDE_PARSE_OPTIONS = 0x01 | 0x02 | 0x40
 
 
-def prelude_text(with_stubs: bool = False, warm_up: bool = True) -> str:
+def prelude_text(with_stubs: bool = False, warm_up: int | None = None) -> str:
+    """The prelude's source, with the first ``warm_up`` parts of the warm-up (all of them by default) when it
+    holds the MLX headers."""
     # The standard headers, and the package's MLX stubs when they are what the
     # units would include anyway (``stubs_shadowed``): a tree with its own (real
     # or different) MLX headers must never meet a precompiled copy of ours.
@@ -109,7 +121,7 @@ def prelude_text(with_stubs: bool = False, warm_up: bool = True) -> str:
     if with_stubs:  # (the resolved MLX and cxx headers, real or stubs)
         lines += ['#include "mlx/mlx.h"', '#include "rust/cxx.h"']
     text = "\n".join(lines) + "\n"
-    return text + PRELUDE_WARM_UP if with_stubs and warm_up else text
+    return text + "".join(WARM_UPS[:warm_up]) if with_stubs else text
 
 
 def stubs_shadowed(args) -> bool:
@@ -159,11 +171,11 @@ def build_prelude(args: list, cache_dir: Path, with_stubs: bool = False) -> Opti
     try:
         cache_dir.mkdir(parents=True, exist_ok=True)  # (a folder that cannot be made: no prelude, parses go on)
         index = ci.Index.create()
-        for warm_up in ((True, False) if with_stubs else (False,)):
+        for warm_up in (range(len(WARM_UPS), -1, -1) if with_stubs else (0,)):
             src.write_text(prelude_text(with_stubs, warm_up))
             tu = index.parse(str(src), args=hdr_args, options=PRELUDE_PARSE_OPTIONS)
             if not any(d.severity >= 3 for d in tu.diagnostics):
-                break  # (a warm-up the stubs no longer compile is left out rather than losing the prelude)
+                break  # (a warm-up part the headers do not compile is left out rather than losing the prelude)
         else:
             return None
         if with_stubs:
