@@ -18,7 +18,9 @@ from kernel_ports.findings import Finding
 from kernel_ports.globs import Glob
 from kernel_ports.limits import Limits, LimitError, how_to_raise, lost, lost_message
 
-CPP_SUFFIXES = frozenset({".c", ".cc", ".cpp", ".cxx", ".c++", ".h", ".hh", ".hpp", ".hxx", ".h++", ".inl", ".ipp", ".cu", ".cuh", ".hip", ".mm", ".m"})
+# The one list of C-family files: what is in scope is what the witness and Clang read (a file counted as scanned
+# that no front end reads would be a silent skip). Objective-C (``.m``) is not C++ and cannot call MLX's C++ API.
+CPP_SUFFIXES = frozenset({".c", ".cc", ".cpp", ".cxx", ".c++", ".h", ".hh", ".hpp", ".hxx", ".h++", ".inl", ".ipp", ".cu", ".cuh", ".hip", ".mm"})
 HEADER_SUFFIXES = frozenset({".h", ".hh", ".hpp", ".hxx", ".h++", ".inl", ".ipp", ".cuh"})
 RUST_SUFFIXES = frozenset({".rs"})
 MAX_FILE_BYTES = Limits.max_file_bytes  # the default; the registry's `limits:` may change it
@@ -68,6 +70,15 @@ def matches(path: str, patterns) -> bool:
 def is_source(path: str) -> bool:
     suffix = Path(path).suffix
     return suffix in CPP_SUFFIXES or suffix in RUST_SUFFIXES
+
+
+def is_cpp_file(path: str) -> bool:
+    """A C-family file (C, C++, CUDA, HIP, Objective-C++), read by the witness and, with candidates, by Clang."""
+    return Path(path).suffix.lower() in CPP_SUFFIXES
+
+
+def is_header(path: str) -> bool:
+    return Path(path).suffix.lower() in HEADER_SUFFIXES
 
 
 def _git_listing(root: Path) -> list[str] | None:

@@ -313,6 +313,16 @@ def test_kp306_file_starts_launching(run):
     assert "`launchers` does not list it" in hit.message and "factory call" in hit.message
 
 
+@pytest.mark.parametrize("name", ["probe.inl", "probe.ipp", "probe.c++"])
+def test_kp306_in_every_cpp_suffix_in_scope(run, name):
+    """A file scope counts as scanned is read: these suffixes were in scope but not the witness's, so a launcher
+    with one was counted and never judged."""
+    path = f"{TURBO}/{name}"
+    copy, result = run(Mutation(path, "", EXTRA_LAUNCHER))
+    (hit,) = only(result, "KP306", path, copy.line_of(path, "mlx::core::fast::metal_kernel("))
+    assert "`launchers` does not list it" in hit.message
+
+
 def test_kp306_header_launch_not_listed(run):
     copy, result = run(Mutation(REGISTRY_KEY, '  - "src/lib/mlx-cpp/turbo/attention_launch.h"\n', ""))
     path = f"{TURBO}/attention_launch.h"

@@ -23,6 +23,7 @@ def _tree(tmp_path):
     (lib / "a_hip.h").write_text("int h;\n")
     (lib / "notes.md").write_text("not a source\n")
     (lib / "k.metal").write_text("kernel void k() {}\n")
+    (lib / "view.m").write_text("@interface View\n@end\n")  # Objective-C: no C++, so no MLX call
     (lib / "third_party" / "t.cpp").write_text("int t;\n")
     (tmp_path / "src" / "outside.cpp").write_text("int o;\n")
     return lib

@@ -31,22 +31,12 @@ from tree_sitter import Language, Parser
 from kernel_ports.facts import HipSource, Location
 from kernel_ports.limits import bounded_parser
 
-CPP_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".hxx", ".cu", ".cuh", ".hip", ".mm")
-HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".cuh")
 
 _LANGUAGE = Language(tree_sitter_cpp.language())
 
 
 def cpp_parser() -> Parser:
     return bounded_parser(Parser(_LANGUAGE))
-
-
-def is_cpp_file(path: str) -> bool:
-    return path.lower().endswith(CPP_SUFFIXES)
-
-
-def is_header(path: str) -> bool:
-    return path.lower().endswith(HEADER_SUFFIXES)
 
 
 @dataclass(frozen=True)

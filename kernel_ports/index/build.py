@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from kernel_ports import cachefmt, limits
+from kernel_ports import cachefmt, limits, scope
 from kernel_ports.facts import ParseQuality
 from kernel_ports.frontend import clang, headers, witness as wit
 from kernel_ports.index import plan, prelude, scan
@@ -57,7 +57,7 @@ def _build_index(registry, files, *, jobs, use_cache, cache_dir, compile_command
     cache = FileCache(Path(cache_dir) if cache_dir is not None else cachefmt.default_cache_dir()) if use_cache else FileCache(None)
     files = sorted(files, key=lambda f: f.path)
     hashes = {f.path: sha(f.data) for f in files}
-    cpp_files = [f for f in files if wit.is_cpp_file(f.path)]
+    cpp_files = [f for f in files if scope.is_cpp_file(f.path)]
     compile_commands = compile_commands or registry.compile.compile_commands
     if early_prelude is None:
         early_prelude = prelude.start_for_build(registry, files, use_cache=use_cache, cache_dir=cache_dir,

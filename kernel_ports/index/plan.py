@@ -15,6 +15,7 @@ import re
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Optional
 
+from kernel_ports import scope
 from kernel_ports.frontend import focus, witness as wit
 from kernel_ports.index.cache import FRONTEND_VERSION, definitions_key, sha
 from kernel_ports.index.scan import witness_key
@@ -141,8 +142,8 @@ def translation_units(witnessed: dict, wgraph: nx.DiGraph) -> set:
     for p, w in witnessed.items():
         if not w.has_candidates:
             continue
-        if wit.is_header(p):
-            includers = [a for a in nx.ancestors(wgraph, p) if not wit.is_header(a)]
+        if scope.is_header(p):
+            includers = [a for a in nx.ancestors(wgraph, p) if not scope.is_header(a)]
             if includers:
                 tus.update(includers)
             else:

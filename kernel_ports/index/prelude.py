@@ -15,8 +15,8 @@ import sys
 import time
 from pathlib import Path
 
-from kernel_ports import cachefmt, limits
-from kernel_ports.frontend import clang, headers, witness as wit
+from kernel_ports import cachefmt, limits, scope
+from kernel_ports.frontend import clang, headers
 from kernel_ports.index.cache import FileCache
 from kernel_ports.index.plan import default_configuration, define_name, dir_key
 
@@ -80,7 +80,7 @@ def start_for_build(registry, files, *, use_cache: bool = True, cache_dir=None, 
     if not use_cache:
         return EarlyPrelude(None)
     cache = FileCache(Path(cache_dir) if cache_dir is not None else cachefmt.default_cache_dir())
-    cpp_files = sorted((f for f in files if wit.is_cpp_file(f.path)), key=lambda f: f.path)
+    cpp_files = sorted((f for f in files if scope.is_cpp_file(f.path)), key=lambda f: f.path)
     return EarlyPrelude(start_early_prelude(registry, Path(registry.root).resolve(), cache, cpp_files,
                                             compile_commands or registry.compile.compile_commands))
 
@@ -90,7 +90,7 @@ def start_early_prelude(registry, root: Path, cache, cpp_files: list, compile_co
     not built yet and the tree has enough source files to need it. Returns the process, or None."""
     if cache.root is None or compile_commands:
         return None
-    sources = [f for f in cpp_files if not wit.is_header(f.path) and not f.path.lower().endswith(clang.GPU_SUFFIXES)]
+    sources = [f for f in cpp_files if not scope.is_header(f.path) and not f.path.lower().endswith(clang.GPU_SUFFIXES)]
     if len(sources) < 3:
         return None
     try:

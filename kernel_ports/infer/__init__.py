@@ -85,7 +85,8 @@ def _compile_commands_dirs(path: Path, root: Path) -> list:
 def infer_build(root: Path, files, names, *, given_include_dirs=(), given_configs=False, given_defines=False,
                 compile_commands: Path | None = None) -> Inferred:
     """What init infers for the tree; ``files`` are scope SourceFiles, ``names`` a WitnessNames."""
-    from kernel_ports.frontend.witness import cpp_parser, is_cpp_file
+    from kernel_ports.frontend.witness import cpp_parser
+    from kernel_ports.scope import is_cpp_file
 
     out = Inferred()
     parser = cpp_parser()
