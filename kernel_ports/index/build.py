@@ -21,7 +21,7 @@ from kernel_ports import cachefmt, limits, scope
 from kernel_ports.facts import ParseQuality
 from kernel_ports.frontend import clang, headers, witness as wit
 from kernel_ports.index import plan, prelude, scan
-from kernel_ports.index.cache import FRONTEND_VERSION, FileCache, cached_parse, sha
+from kernel_ports.index.cache import FRONTEND_VERSION, FileCache, cached_parse, dir_key, sha
 from kernel_ports.index.compiled import compiled_bodies
 from kernel_ports.index.join import FunctionTable
 from kernel_ports.index.merge import merge_results
@@ -151,7 +151,7 @@ def _compile_key(registry, conv, root: Path, cc: dict, withheld: tuple) -> str:
     """What every Clang parse of this run depends on besides its own unit and configuration."""
     # include dirs inside the root are keyed relative to it, so a copy of the tree elsewhere reuses the parses of
     # its unchanged files (their content hashes and those of the project headers they read still decide)
-    return sha(repr((registry.compile.std, registry.compile.defines, tuple(plan.dir_key(d, root) for d in registry.compile.include_dirs),
+    return sha(repr((registry.compile.std, registry.compile.defines, tuple(dir_key(d, root) for d in registry.compile.include_dirs),
                      conv, headers.resolve_for(registry).digest, FRONTEND_VERSION, sorted(cc.items()), withheld)).encode())[:24]
 
 

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Optional
 
 from kernel_ports import __version__, cachefmt
-from kernel_ports.frontend.clang import FunctionInfo
 
 # the sources whose every change can change what a front end records; the packages are globbed in code_digest
 _FRONT_END_SOURCES = ("facts.py", "frontend/witness.py", "frontend/hip.py", "frontend/rust.py",
@@ -35,6 +34,22 @@ def _code_digest() -> str:
 
 
 FRONTEND_VERSION = f"{__version__}+{_code_digest()}"
+
+
+def dir_key(d, root: Path) -> str:
+    """A directory for cache keys: relative to the root when inside it."""
+    try:
+        return "<root>/" + Path(d).resolve().relative_to(root).as_posix()
+    except ValueError:
+        return str(d)
+
+
+def _function_info():
+    # imported on use: the early prelude build reads this module, and the Clang front end's model is not needed
+    # until a cached parse is decoded
+    from kernel_ports.frontend.clang.model import FunctionInfo
+
+    return FunctionInfo
 
 
 def sha(data: bytes) -> str:
@@ -173,7 +188,7 @@ def _joined_functions(cache: FileCache, own: list, runs, group_keys, shared: dic
             return None
         if gk not in shared:
             got = cache.get(gk)
-            shared[gk] = got if type(got) is list and all(type(f) is FunctionInfo for f in got) else None
+            shared[gk] = got if type(got) is list and all(type(f) is _function_info() for f in got) else None
         if shared[gk] is None:
             return None
         groups.append(shared[gk])

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Optional
 from kernel_ports import scope
 from kernel_ports.frontend import focus, witness as wit
 from kernel_ports.index.cache import FRONTEND_VERSION, definitions_key, sha
+from kernel_ports.registry.model import define_name
 from kernel_ports.index.scan import witness_key
 
 if TYPE_CHECKING:
@@ -26,15 +27,6 @@ if TYPE_CHECKING:
 # Leave unread the bodies no fact can arise in or be reached through (frontend/focus.py); tests turn it off to
 # compare with a full walk.
 FOCUS = True
-
-
-def default_configuration(registry):
-    confs = registry.compile.configurations
-    return next((c for c in confs if c.name == "default"), confs[0])
-
-
-def define_name(d: str) -> str:
-    return d.split("=", 1)[0].strip()
 
 
 def load_compile_commands(path: Optional[Path], root: Path) -> dict:
@@ -104,14 +96,6 @@ def relative_dir(d, root: Path) -> Optional[str]:
             else Path(d).resolve().relative_to(root).as_posix()
     except ValueError:
         return None
-
-
-def dir_key(d, root: Path) -> str:
-    """A directory for cache keys: relative to the root when inside it."""
-    try:
-        return "<root>/" + Path(d).resolve().relative_to(root).as_posix()
-    except ValueError:
-        return str(d)
 
 
 def include_search(registry, root: Path) -> list:
@@ -195,7 +179,7 @@ def parse_jobs_wanted(registry, tus: set, wgraph: nx.DiGraph, witnessed: dict, u
     """(tu -> bodies its walk may leave unread, tu -> digest of the project files it sees, [(tu, configuration)])."""
     import networkx as nx
 
-    default_conf = default_configuration(registry)
+    default_conf = registry.compile.default_configuration
     tu_unread: dict = {}  # tu -> frozenset((path, line, column)) of bodies its walk may leave unread
     tu_sees: dict = {}  # tu -> digest of the project files its includes resolve to (a file added or gone re-parses)
     jobs_wanted = []  # (relpath, configuration)

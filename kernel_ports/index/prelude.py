@@ -17,8 +17,8 @@ from pathlib import Path
 
 from kernel_ports import cachefmt, limits, scope
 from kernel_ports.frontend import clang, headers
-from kernel_ports.index.cache import FileCache
-from kernel_ports.index.plan import default_configuration, define_name, dir_key
+from kernel_ports.index.cache import FileCache, dir_key
+from kernel_ports.registry.model import define_name
 
 
 def prelude_args(args: tuple, root: Path, drop_defines=frozenset()) -> tuple:
@@ -38,7 +38,7 @@ def shared_prelude_defines(registry) -> frozenset:
     """Defines a build configuration adds to the default one that cannot change the prelude's headers (not a
     reserved name, not NDEBUG): that configuration's units load the default configuration's prelude, Clang
     accepting a command line that defines more than the precompiled header was built with."""
-    default = default_configuration(registry)
+    default = registry.compile.default_configuration
     base = set(default.defines)
     out = set()
     for conf in registry.compile.configurations:
@@ -94,7 +94,7 @@ def start_early_prelude(registry, root: Path, cache, cpp_files: list, compile_co
     if len(sources) < 3:
         return None
     try:
-        args = tuple(clang.build_args(registry, default_configuration(registry), sources[0].path))
+        args = tuple(clang.build_args(registry, registry.compile.default_configuration, sources[0].path))
         pre_args, with_stubs = _prelude_plan(registry, args, root)
         if clang.prelude_path(pre_args, cache.root / "pch", with_stubs=with_stubs).is_file():
             return None

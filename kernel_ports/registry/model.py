@@ -73,6 +73,16 @@ class Compile:
     mlx_headers: str = "auto"
     cxx_headers: str = "auto"
 
+    @property
+    def default_configuration(self) -> Configuration:
+        """The configuration named ``default``, else the first: every unit is parsed in it."""
+        return next((c for c in self.configurations if c.name == "default"), self.configurations[0])
+
+
+def define_name(define: str) -> str:
+    """The macro a define sets: ``NAME`` of ``NAME`` or ``NAME=VALUE``."""
+    return define.split("=", 1)[0].strip()
+
 
 @dataclass(frozen=True)
 class DispatchSite:

@@ -7,7 +7,8 @@ evidence is local to the unit, and per-function summaries that
 
 - :mod:`.toolchain` libclang's bindings (loaded once, with the cursor speed-ups) and the compiler's headers
 - :mod:`.prelude` the precompiled prelude: its text, path, build and the stub API written beside it
-- :mod:`.session` the Clang command line of a file, and the parse
+- :mod:`.args` the Clang command line of a file
+- :mod:`.session` the parse, and the blanks it gives Clang
 - :mod:`.model` the parse job, the registry names it carries, and the result dataclasses
 - :mod:`.context` the state a walk shares, the function being read (``Frame``), cursor helpers, ``Extractor``
 - :mod:`.walk` the single traversal, and the events it gives the extractors
@@ -17,14 +18,26 @@ evidence is local to the unit, and per-function summaries that
   ``switch``/``if`` guards a statement sits under: :mod:`.guards`
 """
 
-from kernel_ports.frontend.clang.model import CallEdge, Conventions, FunctionInfo, ParseJob, TUResult
-from kernel_ports.frontend.clang.prelude import build_prelude, prelude_path, stubs_shadowed
-from kernel_ports.frontend.clang.session import GPU_SUFFIXES, build_args, parse_translation_unit
-from kernel_ports.frontend.clang.toolchain import FrontEndError, builtin_include_dir, cindex, system_cxx_headers
+import importlib
 
-__all__ = [
-    "CallEdge", "Conventions", "FunctionInfo", "ParseJob", "TUResult",
-    "build_prelude", "prelude_path", "stubs_shadowed",
-    "GPU_SUFFIXES", "build_args", "parse_translation_unit",
-    "FrontEndError", "builtin_include_dir", "cindex", "system_cxx_headers",
-]
+# What the package offers, and the module each comes from. Imported on first use (PEP 562) so that the early
+# prelude build, which needs only ``args``, ``prelude`` and ``toolchain``, does not wait for the walk and the
+# extractors to be imported: a cold run waits for that build before any parse.
+_HOMES = {
+    "CallEdge": "model", "Conventions": "model", "FunctionInfo": "model", "ParseJob": "model", "TUResult": "model",
+    "build_prelude": "prelude", "prelude_path": "prelude", "stubs_shadowed": "prelude",
+    "GPU_SUFFIXES": "args", "build_args": "args",
+    "parse_translation_unit": "session",
+    "FrontEndError": "toolchain", "builtin_include_dir": "toolchain", "cindex": "toolchain",
+    "system_cxx_headers": "toolchain",
+}
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str):
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value  # looked up once
+    return value

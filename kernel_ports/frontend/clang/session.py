@@ -1,4 +1,4 @@
-"""Parsing one translation unit: its Clang command line, the parse, and the walk that reads it.
+"""Parsing one translation unit: the parse, and the walk that reads it (its command line: :mod:`.args`).
 
 One call of :func:`parse_translation_unit` parses one file under one build
 configuration and returns a picklable :class:`TUResult`: the facts whose
@@ -7,20 +7,8 @@ edges with constant arguments and the ``switch``/``if`` guards they sit under)
 that :mod:`kernel_ports.index` joins across translation units to resolve port
 table slots to factory calls and invocations to selector calls.
 
-Parsing without a build
------------------------
-``-x c++ -std=<registry std>``, registry defines and include dirs, the MLX and
-cxx headers resolved in :mod:`kernel_ports.frontend.headers` (real ones when
-installed, else the package's stubs through ``-idirafter``; the ROCm shim),
-GCC's own include directory for ``stddef.h`` and friends (the libclang
-wheel ships no resource headers), keep-going and no error limit.  CUDA/HIP
-sources are parsed as C++ with their keywords defined away.  With
-``compile_commands.json`` the recorded flags of the file are used instead
-(its include and define flags only; the resolved headers still come last).
-
-A precompiled prelude (:mod:`.prelude`) is passed with ``-include-pch`` when
-the command line has one; a prelude Clang no longer accepts is dropped and the
-file parsed without it.
+A prelude Clang no longer accepts (``-include-pch``, :mod:`.prelude`) is dropped
+and the file parsed without it.
 
 Unread bodies given blank
 -------------------------
@@ -39,56 +27,10 @@ import hashlib
 import os
 import time
 from pathlib import Path
-from typing import Optional
 
-from kernel_ports.frontend import headers
 from kernel_ports.frontend.clang.model import ParseJob, TUResult
-from kernel_ports.frontend.clang.toolchain import builtin_include_dir, cindex
+from kernel_ports.frontend.clang.toolchain import cindex
 from kernel_ports.frontend.clang.walk import Walk
-
-# CUDA / HIP spellings that plain C++ does not know; defined away so that the
-# host code around them parses.
-GPU_KEYWORD_DEFINES = (
-    "__global__=",
-    "__device__=",
-    "__host__=",
-    "__shared__=",
-    "__constant__=",
-    "__managed__=",
-    "__forceinline__=inline",
-    "__noinline__=",
-    "__launch_bounds__(...)=",
-    "__restrict__=",
-    "__align__(x)=",
-)
-GPU_SUFFIXES = (".cu", ".cuh", ".hip")
-
-
-def build_args(registry, configuration, relpath: str, *, compile_commands: Optional[dict] = None,
-               pch: Optional[str] = None) -> list:
-    """The Clang command line for one file under one configuration (without the file)."""
-    comp = registry.compile
-    args = ["-x", "c++", f"-std={comp.std}", "-ferror-limit=0", "-w"]
-    # -w: warnings are not ours to count; errors still are.
-    if relpath.lower().endswith(GPU_SUFFIXES):
-        args += [f"-D{d}" for d in GPU_KEYWORD_DEFINES]
-    cc_flags = (compile_commands or {}).get(relpath)
-    if cc_flags:
-        args += cc_flags
-    for d in comp.defines:
-        args.append(f"-D{d}")
-    for d in configuration.defines:
-        args.append(f"-D{d}")
-    args.append(f"-I{registry.root}")
-    for inc in comp.include_dirs:
-        args.append(f"-I{inc}")
-    # the MLX and cxx headers that judge the tree (real ones, or the stubs; frontend/headers.py)
-    args += headers.resolve_for(registry).args(fallback_only=bool(cc_flags))
-    args += ["-isystem", builtin_include_dir()]
-    if pch and not cc_flags:
-        args += ["-include-pch", pch]
-    return args
-
 
 
 def parse_translation_unit(job: ParseJob) -> TUResult:
