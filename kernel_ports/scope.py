@@ -37,10 +37,6 @@ class SourceFile:
         return "rust" if Path(self.path).suffix in RUST_SUFFIXES else "cpp"
 
     @property
-    def is_header(self) -> bool:
-        return Path(self.path).suffix in HEADER_SUFFIXES
-
-    @property
     def text(self) -> str:
         return self.data.decode("utf-8")
 

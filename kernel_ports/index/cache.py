@@ -188,7 +188,8 @@ def _joined_functions(cache: FileCache, own: list, runs, group_keys, shared: dic
             return None
         if gk not in shared:
             got = cache.get(gk)
-            shared[gk] = got if type(got) is list and all(type(f) is _function_info() for f in got) else None
+            info = _function_info()
+            shared[gk] = got if type(got) is list and all(type(f) is info for f in got) else None
         if shared[gk] is None:
             return None
         groups.append(shared[gk])

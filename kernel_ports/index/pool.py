@@ -83,7 +83,7 @@ class ParsePool:
     def _spawn(self):
         # the parse and the walk are imported here, before the fork (the package imports them on first use): a
         # forked worker would otherwise import them itself on its first job, while that unit waits
-        clang.parse_translation_unit  # noqa: B018
+        clang.parse_translation_unit
         parent, child = self.ctx.Pipe()
         log = limits.StderrLog.create()
         p = self.ctx.Process(target=_worker_main, args=(child, self.memory_mib, log.path, self.cache, self.hashes),

@@ -173,18 +173,13 @@ def test_every_warm_up_launch_compiles_against_the_header_set(tmp_path, header_s
     """The warm-up is left out of the prelude when it does not compile, which costs every unit half its parse and
     no fact: so nothing else would show a launch form (named vectors, make_tuple, const values) the headers reject."""
     from kernel_ports.frontend import headers
-    from kernel_ports.index.prelude import prelude_args
 
     reg = make_registry(tmp_path / "t")
     if header_set == "stubs":
-        reg = dataclasses.replace(reg, compile=dataclasses.replace(reg.compile, mlx_headers="stubs", cxx_headers="stubs"))
+        reg = _with_stubs(reg)
     elif not headers.resolve_for(reg).mlx.real:
         pytest.skip("real MLX headers not installed: pip install 'kernel-ports[mlx]' (mlx-cpu)")
-    conf = reg.compile.configurations[0]
-    args = prelude_args(tuple(clang.build_args(reg, conf, "src/k.cpp")), Path(reg.root).resolve())
-    pch = clang.build_prelude(list(args), tmp_path / "pch", True)
-    assert pch is not None
-    text = Path(pch).with_suffix(".h").read_text()
+    text = _built_prelude_text(reg, tmp_path)
     for fn in ("launch(", "launch_named(", "launch_const(", "make(", "hold(", "use("):
         assert f"inline auto {fn}" in text or f"inline auto& {fn}" in text, fn
 
@@ -192,13 +187,22 @@ def test_every_warm_up_launch_compiles_against_the_header_set(tmp_path, header_s
 def test_a_warm_up_part_the_headers_reject_leaves_the_others(tmp_path, monkeypatch):
     """A launch form an older MLX does not compile gives up its own part of the warm-up, not the whole warm-up."""
     from kernel_ports.frontend.clang import prelude as pre
-    from kernel_ports.index.prelude import prelude_args
 
     rejected = "namespace kernel_ports_prelude_warm_up {\ninline auto rejected() { return mlx::core::no_such_op(); }\n}\n"
     monkeypatch.setattr(pre, "WARM_UPS", (pre.PRELUDE_WARM_UP, rejected))
-    reg = make_registry(tmp_path / "t")
-    reg = dataclasses.replace(reg, compile=dataclasses.replace(reg.compile, mlx_headers="stubs", cxx_headers="stubs"))
-    args = prelude_args(tuple(clang.build_args(reg, reg.compile.configurations[0], "src/k.cpp")), Path(reg.root).resolve())
-    pch = clang.build_prelude(list(args), tmp_path / "pch", True)
-    text = Path(pch).with_suffix(".h").read_text()
+    text = _built_prelude_text(_with_stubs(make_registry(tmp_path / "t")), tmp_path)
     assert "inline auto launch(" in text and "rejected" not in text
+
+
+def _with_stubs(reg):
+    return dataclasses.replace(reg, compile=dataclasses.replace(reg.compile, mlx_headers="stubs", cxx_headers="stubs"))
+
+
+def _built_prelude_text(reg, tmp_path) -> str:
+    """The source of the prelude (with the resolved headers) built for a unit of ``reg``'s default configuration."""
+    from kernel_ports.index.prelude import prelude_args
+
+    args = prelude_args(tuple(clang.build_args(reg, reg.compile.default_configuration, "src/k.cpp")), Path(reg.root).resolve())
+    pch = clang.build_prelude(list(args), tmp_path / "pch", True)
+    assert pch is not None
+    return Path(pch).with_suffix(".h").read_text()
