@@ -22,6 +22,10 @@ from kernel_ports.index.cache import store_parse
 
 
 def _worker_main(conn, memory_mib=0, log_path=None, cache=None, hashes=None):
+    # what the worker inherited from the parent (modules, the registry, the tree's texts) lives as long as the
+    # worker: frozen, the collections a walk's garbage triggers no longer traverse it (a worker's collections took
+    # 0.15 s of a cold run's 3 s, 0.06 s frozen)
+    gc.freeze()
     gc.enable()  # the parent pauses it while it builds the index; a worker parses unit after unit and must collect
     log = limits.StderrLog(log_path) if log_path else None
     if log is not None:
