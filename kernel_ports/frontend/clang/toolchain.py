@@ -14,6 +14,7 @@ from __future__ import annotations
 import ctypes
 import glob
 import os
+import re
 import subprocess
 from functools import lru_cache
 
@@ -151,7 +152,14 @@ def skipped_ranges(tu, fileobj):
     calls = _skipped_ranges_calls()
     if calls is None:
         return []
-    fn, dispose = calls
+    fn, dispose, contents = calls
+    if contents is not None:
+        size = ctypes.c_size_t(0)
+        data = contents(tu, fileobj, ctypes.byref(size))
+        # libclang answers from the skipped ranges of the whole unit, the prelude's thousands included (~0.3 ms a
+        # call); a file in which no conditional directive can be written has none of its own
+        if data and not may_hold_conditional(ctypes.string_at(data, size.value)):
+            return []
     lst = fn(tu, fileobj)
     out = []
     try:
@@ -181,4 +189,32 @@ def _skipped_ranges_calls():
     fn.restype = ctypes.POINTER(CXSourceRangeList)
     dispose = lib.clang_disposeSourceRangeList
     dispose.argtypes = [ctypes.POINTER(CXSourceRangeList)]
-    return fn, dispose
+    try:
+        contents = lib.clang_getFileContents  # the text Clang read for a file (a blanked or unsaved one's too)
+        contents.argtypes = [ci.TranslationUnit, ci.File, ctypes.POINTER(ctypes.c_size_t)]
+        contents.restype = ctypes.c_void_p
+    except AttributeError:
+        contents = None
+    return fn, dispose, contents
+
+
+# after line splices are undone: `#` or `%:`, then blanks or block comments, then `if...` or `el...`
+_SPLICE = re.compile(rb"\\[ \t\v\f]*(?:\r\n|\r|\n)")
+_CONDITIONAL_AFTER_HASH = re.compile(rb"(?:[ \t\v\f]|/\*.*?\*/)*(?:if|el)", re.S)
+
+
+def may_hold_conditional(data: bytes) -> bool:
+    """Whether a file's text may hold a conditional directive (``#if``, ``#ifdef``, ``#ifndef``, ``#elif...``,
+    ``#else``): the only thing that makes the preprocessor skip lines. Over-approximate: a ``#if`` in a string
+    or a comment counts too, and so does any file with a ``??`` (a trigraph may spell ``#`` or a splice)."""
+    if b"??" in data:
+        return True
+    if b"\\" in data:
+        data = _SPLICE.sub(b"", data)
+    for introducer in (b"#", b"%:"):
+        at = data.find(introducer)
+        while at >= 0:
+            if _CONDITIONAL_AFTER_HASH.match(data, at + len(introducer)):
+                return True
+            at = data.find(introducer, at + 1)
+    return False
