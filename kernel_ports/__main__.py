@@ -1,3 +1,3 @@
-from kernel_ports.cli import main
+from kernel_ports.cli import entry
 
-raise SystemExit(main())
+entry()

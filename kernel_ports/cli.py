@@ -511,5 +511,32 @@ def main(argv=None) -> int:
         return EXIT_ERROR
 
 
+def entry() -> None:
+    """The ``kernel-ports`` command (and ``python -m kernel_ports``): :func:`main`, then an exit that skips the
+    interpreter's teardown.
+
+    Freeing every object of a run one by one at exit (the index's records, the cached results) took 0.05-0.08 s
+    of a one-file check. The exit handler is registered before anything else, so it runs after every other
+    ``atexit`` handler (multiprocessing's, which ends the parser processes, among them); it flushes the standard
+    streams and ends the process with ``os._exit`` and :func:`main`'s code. A ``SystemExit`` out of
+    :func:`main` (``--help``, a usage error from the argument parser) exits the ordinary way. Tests call
+    :func:`main`, which returns."""
+    import atexit
+
+    code: list = []
+
+    def exit_now():
+        if code:
+            try:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            finally:
+                os._exit(code[0])
+
+    atexit.register(exit_now)
+    code.append(main())
+    raise SystemExit(code[0])
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    entry()

@@ -1,0 +1,73 @@
+"""How the ``kernel-ports`` command ends (``cli.entry``): with :func:`main`'s code, its reports whole, no process
+it started left behind, and without the interpreter's teardown (``os._exit`` after every ``atexit`` handler)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import REPO
+from tests.mutate import engine_copy
+
+
+def _env(tmp_path) -> dict:
+    env = dict(os.environ, KERNEL_PORTS_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop("PYTHONUNBUFFERED", None)  # standard output buffered, as it is where nobody set this
+    return env
+
+
+def _command(args, tmp_path, **kw):
+    env = _env(tmp_path)
+    return subprocess.run([sys.executable, "-m", "kernel_ports", *args], capture_output=True, text=True, cwd=REPO,
+                          env=env, timeout=300, **kw)
+
+
+def test_a_check_exits_with_its_code_and_whole_reports(tmp_path):
+    copy = engine_copy(tmp_path)
+    sarif = tmp_path / "report.sarif"
+    proc = _command(["check", "--registry", str(copy.registry_path), "--root", str(copy.root), "--format", "json",
+                     "--also", f"sarif={sarif}", "--jobs", "2"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)  # all of it reached the pipe before the process ended
+    assert report["summary"]["counts"]["error"] == 0 and report["summary"]["checked"]["files_scanned"] > 20
+    assert json.loads(sarif.read_text())["runs"][0]["tool"]["driver"]["name"] == "kernel-ports"
+
+
+def test_an_error_exits_with_code_2_and_its_message(tmp_path):
+    proc = _command(["check", "--registry", str(tmp_path / "missing.yaml")], tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("kernel-ports:") and proc.stdout == ""
+
+
+def test_help_exits_the_ordinary_way(tmp_path):
+    proc = _command(["--help"], tmp_path)
+    assert proc.returncode == 0 and "usage:" in proc.stdout
+
+
+def _session_members(sid: int) -> list:
+    """The processes of session ``sid`` still there (Linux: /proc/PID/stat)."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()  # state, ppid, pgrp, session, ...
+        except OSError:
+            continue
+        if int(fields[3]) == sid:
+            out.append(int(stat.parent.name))
+    return out
+
+
+def test_no_process_the_check_started_outlives_it(tmp_path):
+    # a cold check with two parser processes: the early prelude build and the pool are all started
+    copy = engine_copy(tmp_path)
+    env = _env(tmp_path)
+    proc = subprocess.Popen([sys.executable, "-m", "kernel_ports", "check", "--registry", str(copy.registry_path),
+                             "--root", str(copy.root), "--jobs", "2"], cwd=REPO, env=env, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = proc.communicate(timeout=120)  # (a process left holding the pipes: this times out)
+    assert proc.returncode == 0, err
+    assert "files scanned" in out
+    assert _session_members(proc.pid) == []  # the command led a session of its own: nothing of it is left
