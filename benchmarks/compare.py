@@ -1,4 +1,5 @@
-"""Cold `kernel-ports check` of two checkouts, alternating, in pairs: their medians and the median pair difference.
+"""`kernel-ports check` of two checkouts, cold or with one file changed, alternating in pairs: their medians and the
+median pair difference.
 
 On a machine whose speed drifts between minutes, two benchmark runs minutes apart can differ more than the
 change being measured. This runs one cold check of each checkout in turn (the order flips every pair, so a
@@ -7,8 +8,12 @@ drift does not favour one side), each in a fresh process with an empty cache dir
 median of each pair's difference (after - before).
 
     python benchmarks/compare.py --before CHECKOUT --after CHECKOUT [--pairs 10] [--registry R]
+    python benchmarks/compare.py ... --scenario one-file [--touch PATH]
 
-Without ``--registry`` the generated tree of ``run.py`` (40 launchers) is used.
+Without ``--registry`` the generated tree of ``run.py`` (40 launchers) is used. ``--scenario one-file``: each
+checkout keeps a cache directory of its own, filled by two checks first; each run appends a comment to one file
+(``--touch``, relative to the tree's root; by default the generated tree's ``*_g0.cpp``), as ``run.py`` does, and
+the file is restored at the end.
 """
 
 from __future__ import annotations
@@ -38,22 +43,54 @@ def cold_run(checkout: Path, registry: Path, jobs: int, cache: Path) -> tuple[fl
     return wall, cpu
 
 
-def compare(before: Path, after: Path, registry: Path, pairs: int, jobs: int, work: Path) -> dict:
+def one_file_run(checkout: Path, registry: Path, jobs: int, cache: Path, touch: Path, edit: str) -> tuple[float, float]:
+    """(wall s, CPU s) of one check of ``checkout``'s code after ``edit`` was appended to ``touch``."""
+    env = dict(os.environ, KERNEL_PORTS_CACHE_DIR=str(cache), PYTHONPATH=str(checkout))
+    cmd = [sys.executable, "-m", "kernel_ports", "check", "--registry", str(registry), "--format", "json",
+           "--jobs", str(jobs)]
+    if not cache.is_dir():
+        for _ in range(2):
+            _timed(cmd, env)
+    original = touch.read_bytes()
+    try:
+        touch.write_bytes(original + f"\n// {edit}\n".encode())
+        wall, cpu, _, _, _ = _timed(cmd, env)
+    finally:
+        touch.write_bytes(original)
+    return wall, cpu
+
+
+def compare(before: Path, after: Path, registry: Path, pairs: int, jobs: int, work: Path, touch: Path | None = None) -> dict:
     runs = {"before": [], "after": []}
     sides = {"before": before, "after": after}
     for i in range(pairs):
         for side in ("before", "after") if i % 2 == 0 else ("after", "before"):
-            runs[side].append(cold_run(sides[side], registry, jobs, work / "cache"))
+            if touch is None:
+                runs[side].append(cold_run(sides[side], registry, jobs, work / "cache"))
+            else:
+                runs[side].append(one_file_run(sides[side], registry, jobs, work / f"cache-{side}", touch,
+                                               f"edit {i} {side}"))
     return runs
 
 
 def report(runs: dict) -> None:
     med = statistics.median
     for side, rs in runs.items():
-        print(f"{side:>6}: median {med(w for w, _ in rs):.2f} s, CPU {med(c for _, c in rs):.1f} s "
-              f"(runs: {' '.join(f'{w:.2f}' for w, _ in rs)})")
+        print(f"{side:>6}: median {med(w for w, _ in rs):.3f} s, CPU {med(c for _, c in rs):.2f} s "
+              f"(runs: {' '.join(f'{w:.3f}' for w, _ in rs)})")
     diffs = [a[0] - b[0] for a, b in zip(runs["after"], runs["before"])]
-    print(f"median pair difference (after - before): {med(diffs):+.2f} s over {len(diffs)} pairs")
+    print(f"median pair difference (after - before): {med(diffs):+.3f} s over {len(diffs)} pairs")
+
+
+def _touched(registry: Path, touch) -> Path | None:
+    """The file the one-file scenario edits: ``touch`` under the registry's root, or a generated ``*_g0.cpp``."""
+    import yaml
+
+    root = (registry.parent / (yaml.safe_load(registry.read_text()).get("root") or ".")).resolve()
+    if touch:
+        path = (root / touch).resolve()
+        return path if path.is_file() and path.is_relative_to(root) else None
+    return next(iter(sorted(root.rglob("*_g0.cpp"))), None)
 
 
 def main(argv=None) -> int:
@@ -63,6 +100,8 @@ def main(argv=None) -> int:
     parser.add_argument("--registry", type=Path, default=None, help="an existing tree's registry (default: generated)")
     parser.add_argument("--pairs", type=int, default=10)
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--scenario", choices=("cold", "one-file"), default="cold")
+    parser.add_argument("--touch", default=None, help="one-file: the file (relative to the root) each run edits")
     args = parser.parse_args(argv)
     for checkout in (args.before, args.after):
         if not (checkout / "kernel_ports" / "__init__.py").is_file():
@@ -72,8 +111,14 @@ def main(argv=None) -> int:
     work = Path(tempfile.mkdtemp(prefix="kp-compare-"))
     try:
         registry = args.registry.resolve() if args.registry else generate(work / "tree", 40, 600, 300_000, 170_000)
-        print(f"tree: {registry}; {os.cpu_count()} cores; {time.strftime('%H:%M:%S')}")
-        report(compare(args.before.resolve(), args.after.resolve(), registry, args.pairs, args.jobs, work))
+        touch = None
+        if args.scenario == "one-file":
+            touch = _touched(registry, args.touch)
+            if touch is None:
+                parser.error("--scenario one-file: pass --touch PATH (a file under the tree's root)")
+        print(f"tree: {registry}; {args.scenario}{f' ({touch})' if touch else ''}; {os.cpu_count()} cores; "
+              f"{time.strftime('%H:%M:%S')}")
+        report(compare(args.before.resolve(), args.after.resolve(), registry, args.pairs, args.jobs, work, touch))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
