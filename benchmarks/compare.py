@@ -30,24 +30,27 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from generate import generate  # noqa: E402
-from run import _timed  # noqa: E402
+from run import _timed, default_touch, registry_root  # noqa: E402
+
+
+def _check(checkout: Path, registry: Path, jobs: int, cache: Path) -> tuple[list, dict]:
+    """The command line of one check of ``checkout``'s code, and its environment (``cache`` its cache folder)."""
+    env = dict(os.environ, KERNEL_PORTS_CACHE_DIR=str(cache), PYTHONPATH=str(checkout))
+    cmd = [sys.executable, "-m", "kernel_ports", "check", "--registry", str(registry), "--format", "json",
+           "--jobs", str(jobs)]
+    return cmd, env
 
 
 def cold_run(checkout: Path, registry: Path, jobs: int, cache: Path) -> tuple[float, float]:
     """(wall s, CPU s of the process tree) of one cold check of ``checkout``'s code (run.py's timing)."""
     shutil.rmtree(cache, ignore_errors=True)
-    env = dict(os.environ, KERNEL_PORTS_CACHE_DIR=str(cache), PYTHONPATH=str(checkout))
-    cmd = [sys.executable, "-m", "kernel_ports", "check", "--registry", str(registry), "--format", "json",
-           "--jobs", str(jobs)]
-    wall, cpu, _, _, _ = _timed(cmd, env)
+    wall, cpu, _, _, _ = _timed(*_check(checkout, registry, jobs, cache))
     return wall, cpu
 
 
 def one_file_run(checkout: Path, registry: Path, jobs: int, cache: Path, touch: Path, edit: str) -> tuple[float, float]:
     """(wall s, CPU s) of one check of ``checkout``'s code after ``edit`` was appended to ``touch``."""
-    env = dict(os.environ, KERNEL_PORTS_CACHE_DIR=str(cache), PYTHONPATH=str(checkout))
-    cmd = [sys.executable, "-m", "kernel_ports", "check", "--registry", str(registry), "--format", "json",
-           "--jobs", str(jobs)]
+    cmd, env = _check(checkout, registry, jobs, cache)
     if not cache.is_dir():
         for _ in range(2):
             _timed(cmd, env)
@@ -84,13 +87,11 @@ def report(runs: dict) -> None:
 
 def _touched(registry: Path, touch) -> Path | None:
     """The file the one-file scenario edits: ``touch`` under the registry's root, or a generated ``*_g0.cpp``."""
-    import yaml
-
-    root = (registry.parent / (yaml.safe_load(registry.read_text()).get("root") or ".")).resolve()
+    root = registry_root(registry)
     if touch:
         path = (root / touch).resolve()
         return path if path.is_file() and path.is_relative_to(root) else None
-    return next(iter(sorted(root.rglob("*_g0.cpp"))), None)
+    return default_touch(root)
 
 
 def main(argv=None) -> int:

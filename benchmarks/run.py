@@ -149,6 +149,18 @@ def report(res: dict, label: str) -> None:
           f"largest single process {res['rss_max'] / 2**20:.0f} MiB (ru_maxrss)")
 
 
+def registry_root(registry: Path) -> Path:
+    """The source root a registry file names (its ``root``, relative to the file)."""
+    import yaml
+
+    return (registry.parent / yaml.safe_load(registry.read_text(encoding="utf-8"))["root"]).resolve()
+
+
+def default_touch(root: Path) -> Path | None:
+    """The file the one-file scenario edits in a generated tree: its first launcher copy."""
+    return next(iter(sorted(root.rglob("*_g0.cpp"))), None)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--launchers", type=int, default=40)
@@ -174,15 +186,12 @@ def main(argv=None) -> int:
                 registry.write_text(text.replace("compile:\n", f"compile:\n  mlx_headers: {args.headers}\n"
                                                  f"  cxx_headers: {args.headers}\n", 1), encoding="utf-8")
             root = work / "tree" / "engine"
-            touch = next(root.rglob("*_g0.cpp"))
+            touch = default_touch(root)
             label = (f"generated, {args.launchers} launchers x ~{args.lines} lines, bridge unit ~{args.bridge_chars} "
                      f"chars, kernels header ~{args.kernels_chars} chars")
         else:
-            import yaml
-
             registry = args.registry.resolve()
-            data = yaml.safe_load(registry.read_text(encoding="utf-8"))
-            root = (args.root or (registry.parent / data["root"])).resolve()
+            root = args.root.resolve() if args.root else registry_root(registry)
             if not args.touch:
                 raise SystemExit("--touch PATH is required with --registry")
             touch = root / args.touch
