@@ -10,7 +10,8 @@ median of each pair's difference (after - before).
     python benchmarks/compare.py --before CHECKOUT --after CHECKOUT [--pairs 10] [--registry R]
     python benchmarks/compare.py ... --scenario one-file [--touch PATH]
 
-Without ``--registry`` the generated tree of ``run.py`` (40 launchers) is used. ``--scenario one-file``: each
+Each side runs a byte-compiled copy of its checkout's package, as ``run.py`` times one (``--source``: the
+checkouts as they are). Without ``--registry`` the generated tree of ``run.py`` (40 launchers) is used. ``--scenario one-file``: each
 checkout keeps a cache directory of its own, filled by two checks first; each run appends a comment to one file
 (``--touch``, relative to the tree's root; by default the generated tree's ``*_g0.cpp``), as ``run.py`` does, and
 the file is restored at the end.
@@ -30,7 +31,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from generate import generate  # noqa: E402
-from run import _timed, default_touch, registry_root  # noqa: E402
+from run import _timed, default_touch, installed_copy, registry_root  # noqa: E402
 
 
 def _check(checkout: Path, registry: Path, jobs: int, cache: Path) -> tuple[list, dict]:
@@ -103,6 +104,7 @@ def main(argv=None) -> int:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--scenario", choices=("cold", "one-file"), default="cold")
     parser.add_argument("--touch", default=None, help="one-file: the file (relative to the root) each run edits")
+    parser.add_argument("--source", action="store_true", help="run the checkouts as they are, not compiled copies")
     args = parser.parse_args(argv)
     for checkout in (args.before, args.after):
         if not (checkout / "kernel_ports" / "__init__.py").is_file():
@@ -119,7 +121,11 @@ def main(argv=None) -> int:
                 parser.error("--scenario one-file: pass --touch PATH (a file under the tree's root)")
         print(f"tree: {registry}; {args.scenario}{f' ({touch})' if touch else ''}; {os.cpu_count()} cores; "
               f"{time.strftime('%H:%M:%S')}")
-        report(compare(args.before.resolve(), args.after.resolve(), registry, args.pairs, args.jobs, work, touch))
+        before, after = args.before.resolve(), args.after.resolve()
+        if not args.source:
+            before = installed_copy(before / "kernel_ports", work / "before")
+            after = installed_copy(after / "kernel_ports", work / "after")
+        report(compare(before, after, registry, args.pairs, args.jobs, work, touch))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

@@ -14,11 +14,17 @@ single process from ``ru_maxrss``), and the load average before and after.
 
     python benchmarks/run.py [--repeat 5] [--jobs 2]            # the generated tree (generate.py)
     python benchmarks/run.py --registry R --touch PATH ...     # an existing tree (PATH relative to its root)
+
+The code timed is a byte-compiled copy of the ``kernel_ports`` package Python finds (PYTHONPATH, else the
+installed one), as ``pip install`` leaves a package: on a machine that sets ``PYTHONDONTWRITEBYTECODE`` an
+editable checkout is otherwise compiled again by every run (~0.1-0.3 s of each). ``--source`` times the package
+where it is, uncompiled.
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import platform
@@ -90,11 +96,32 @@ def _timed(cmd: list, env: dict, sample: bool = False) -> tuple[float, float, in
     return wall, cpu, peak[0], out, proc.returncode
 
 
+def package_dir(env: dict | None = None) -> Path:
+    """The ``kernel_ports`` package a check run with ``env`` imports (from a neutral folder, as it is timed)."""
+    probe = "import importlib.util, os; print(os.path.dirname(importlib.util.find_spec('kernel_ports').origin))"
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True,
+                         cwd=tempfile.gettempdir())
+    return Path(out.stdout.strip())
+
+
+def installed_copy(package: Path, into: Path) -> Path:
+    """A byte-compiled copy of ``package`` under ``into`` (the folder to put on PYTHONPATH), as an installed
+    package is: its modules are not compiled again by each timed run."""
+    into.mkdir(parents=True, exist_ok=True)
+    dest = into / "kernel_ports"
+    shutil.copytree(package, dest, ignore=shutil.ignore_patterns("__pycache__"))
+    if not compileall.compile_dir(str(dest), quiet=1, workers=1):
+        raise SystemExit(f"could not byte-compile {dest}")
+    return into
+
+
 def _median(xs):
     return statistics.median(xs) if xs else float("nan")
 
 
-def run(registry: Path, root: Path, touch: Path, repeat: int, jobs: int, work: Path) -> dict:
+def run(registry: Path, root: Path, touch: Path, repeat: int, jobs: int, work: Path, code: Path | None) -> dict:
+    """Each scenario ``repeat`` times; ``code``: the folder put first on PYTHONPATH for the checks (None: as is)."""
+    base = dict(os.environ, PYTHONPATH=str(code)) if code is not None else dict(os.environ)
     check = [sys.executable, "-m", "kernel_ports", "check", "--registry", str(registry), "--format", "json",
              "--jobs", str(jobs)]
     regex = [sys.executable, str(HERE / "regex_baseline.py"), str(root)]
@@ -105,7 +132,7 @@ def run(registry: Path, root: Path, touch: Path, repeat: int, jobs: int, work: P
     loads = [_load()]
     try:
         for r in range(repeat):
-            env = dict(os.environ, KERNEL_PORTS_CACHE_DIR=str(work / f"cache{r}"))
+            env = dict(base, KERNEL_PORTS_CACHE_DIR=str(work / f"cache{r}"))
             t, c, _, out, _ = _timed(check, env)
             times["cold"].append(t), cpu["cold"].append(c)
             doc = json.loads(out)
@@ -121,7 +148,7 @@ def run(registry: Path, root: Path, touch: Path, repeat: int, jobs: int, work: P
             touch.write_bytes(original)
             shutil.rmtree(work / f"cache{r}", ignore_errors=True)
         # peak memory: a cold run and a one-file run of their own, sampled (their times are not reported)
-        env = dict(os.environ, KERNEL_PORTS_CACHE_DIR=str(work / "cache-memory"))
+        env = dict(base, KERNEL_PORTS_CACHE_DIR=str(work / "cache-memory"))
         rss_tree = _timed(check, env, sample=True)[2]
         touch.write_bytes(original + b"\n// edit for memory\n")
         rss_tree = max(rss_tree, _timed(check, env, sample=True)[2])
@@ -129,13 +156,15 @@ def run(registry: Path, root: Path, touch: Path, repeat: int, jobs: int, work: P
         touch.write_bytes(original)
     loads.append(_load())
     return {"times": times, "cpu": cpu, "ratios": ratios, "rss_tree": rss_tree, "doc": doc, "loads": loads,
-            "rss_max": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024}
+            "rss_max": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024, "code": code}
 
 
 def report(res: dict, label: str) -> None:
     summary = res["doc"].get("summary", {})
     print(f"machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
           f"PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r}")
+    print("code: " + ("a byte-compiled copy of the package (as installed)" if res["code"] is not None
+                      else "the package where it is, as the environment compiles it (--source)"))
     print(f"tree: {label}; checked: {summary.get('checked')}; findings: {len(res['doc'].get('findings', []))}")
     print(f"headers: {summary.get('headers', {}).get('description', 'stubs (before header resolution)')}")
     print(f"load average: before {res['loads'][0]}, after {res['loads'][1]}")
@@ -175,6 +204,8 @@ def main(argv=None) -> int:
     parser.add_argument("--headers", choices=("auto", "stubs"), default="auto",
                         help="compile.mlx_headers/cxx_headers of the generated registry: the installed real headers "
                              "(auto) or the bundled stubs, to compare with runs made before real headers existed")
+    parser.add_argument("--source", action="store_true",
+                        help="time the package where it is instead of a byte-compiled copy (see the module's doc)")
     args = parser.parse_args(argv)
 
     work = Path(tempfile.mkdtemp(prefix="kp-bench-"))
@@ -196,7 +227,8 @@ def main(argv=None) -> int:
                 raise SystemExit("--touch PATH is required with --registry")
             touch = root / args.touch
             label = str(root)
-        report(run(registry, root, touch, args.repeat, args.jobs, work), label)
+        code = None if args.source else installed_copy(package_dir(), work / "code")
+        report(run(registry, root, touch, args.repeat, args.jobs, work, code), label)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
