@@ -73,3 +73,35 @@ def test_a_damaged_or_missing_header_group_reparses_the_units_that_name_it(engin
     again = build_index(engine_registry, files, jobs=2, cache_dir=cache)
     assert {(q.path, q.configuration) for q in again.parse_quality if not q.cached} == expected
     assert _everything(again) == _everything(cold)
+
+
+def _record(name: str, line: int) -> FunctionInfo:
+    from kernel_ports.facts import Location
+
+    return FunctionInfo(usr=f"c:@F@{name}", name=name, qualified_name=f"ns::{name}",
+                        loc=Location("src/lib/turbo/kernel_port.h", line, 1))
+
+
+def test_a_process_encodes_each_header_group_once(tmp_path, monkeypatch):
+    from kernel_ports.index.cache import FileCache
+
+    encoded = []
+    real = cachefmt.encode_body
+    monkeypatch.setattr(cachefmt, "encode_body", lambda value: encoded.append(value) or real(value))
+    cache = FileCache(tmp_path)
+    group = [_record("get", 10), _record("select", 20)]
+    key = cache.put_shared(group)
+    # the same records again (new objects, as the next unit's walk makes them): the same key, not encoded again
+    assert cache.put_shared([_record("get", 10), _record("select", 20)]) == key
+    assert len(encoded) == 1
+    # one record differs: its own entry, encoded
+    other = cache.put_shared([_record("get", 10), _record("select", 21)])
+    assert other != key and len(encoded) == 2
+    # each entry holds its own records, readable by another process's cache object
+    fresh = FileCache(tmp_path)
+    assert fresh.get(key) == group
+    assert fresh.get(other)[1].loc.line == 21
+    # the entry is written again by an object that did not store it (an earlier run's may be damaged)
+    path = fresh._path(key)
+    path.write_bytes(b"damaged")
+    assert fresh.put_shared(list(group)) == key and FileCache(tmp_path).get(key) == group
