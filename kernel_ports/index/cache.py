@@ -69,9 +69,8 @@ class FileCache:
 
     def __init__(self, root: Optional[Path]):
         self.root = root / cachefmt.CACHE_SUBDIR if root is not None else None
-        # the shared values this object stored, by length: a parser process stores a project header's function
-        # records again for each unit that includes it, and comparing them with the ones it stored is a
-        # fraction of encoding them again (a header read by 30 units: 29 encodings spared)
+        # the shared values this object stored (their repr -> key): a parser process stores a project header's
+        # function records again for each unit that includes it, and a repr is a third of an encoding's cost
         self._shared: dict = {}
 
     def _path(self, key: str) -> Optional[Path]:
@@ -94,17 +93,20 @@ class FileCache:
     def put_shared(self, value: list) -> str:
         """Store ``value`` under a key made from its content; the key. The entry is written even when one is there
         (an earlier run's may be damaged, and it is small), but once per content by this object."""
-        stored = self._shared.setdefault(len(value), [])
-        for earlier, key in stored:
-            if earlier == value:  # (dataclasses compare field by field: the same records, the same entry)
-                return key
+        # A repr tells apart what an encoding tells apart (True from 1, a set from a frozenset, a tuple from a
+        # list), so one repr never stands for two entries; equal values whose reprs differ (sets in another order)
+        # are only encoded twice.
+        seen = repr(value)
+        key = self._shared.get(seen)
+        if key is not None:
+            return key
         body, digest = cachefmt.encode_body(value)
         key = sha(f"shared|{digest}".encode())
         p = self._path(key)
         if p is not None:
             cachefmt.write_encoded(p, key, body, digest)
-        if len(stored) < 8:  # (a bound: a process sees few versions of one header)
-            stored.append((list(value), key))
+        if len(self._shared) < 256:  # (a bound: a process sees few versions of its headers)
+            self._shared[seen] = key
         return key
 
     def has(self, key: str) -> bool:

@@ -97,6 +97,11 @@ def test_a_process_encodes_each_header_group_once(tmp_path, monkeypatch):
     # one record differs: its own entry, encoded
     other = cache.put_shared([_record("get", 10), _record("select", 21)])
     assert other != key and len(encoded) == 2
+    # equal as Python values but not as data (True == 1): its own entry too, so a warm run reads back what was stored
+    flagged = _record("get", 10)
+    flagged.returns_bool = 1
+    typed = cache.put_shared([flagged, _record("select", 20)])
+    assert typed != key and len(encoded) == 3
     # each entry holds its own records, readable by another process's cache object
     fresh = FileCache(tmp_path)
     assert fresh.get(key) == group
