@@ -31,15 +31,13 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from generate import generate  # noqa: E402
-from run import _timed, default_touch, installed_copy, registry_root  # noqa: E402
+from run import _timed, check_command, default_touch, installed_copy, registry_root  # noqa: E402
 
 
 def _check(checkout: Path, registry: Path, jobs: int, cache: Path) -> tuple[list, dict]:
     """The command line of one check of ``checkout``'s code, and its environment (``cache`` its cache folder)."""
     env = dict(os.environ, KERNEL_PORTS_CACHE_DIR=str(cache), PYTHONPATH=str(checkout))
-    cmd = [sys.executable, "-m", "kernel_ports", "check", "--registry", str(registry), "--format", "json",
-           "--jobs", str(jobs)]
-    return cmd, env
+    return check_command(registry, jobs), env
 
 
 def cold_run(checkout: Path, registry: Path, jobs: int, cache: Path) -> tuple[float, float]:

@@ -17,8 +17,8 @@ single process from ``ru_maxrss``), and the load average before and after.
 
 The code timed is a byte-compiled copy of the ``kernel_ports`` package Python finds (PYTHONPATH, else the
 installed one), as ``pip install`` leaves a package: on a machine that sets ``PYTHONDONTWRITEBYTECODE`` an
-editable checkout is otherwise compiled again by every run (~0.1-0.3 s of each). ``--source`` times the package
-where it is, uncompiled.
+editable checkout is otherwise compiled again by every run (~0.07 s of a cold one's imports). ``--source``
+times the package where it is, uncompiled.
 """
 
 from __future__ import annotations
@@ -115,6 +115,12 @@ def installed_copy(package: Path, into: Path) -> Path:
     return into
 
 
+def check_command(registry: Path, jobs: int) -> list:
+    """The timed command: a check of ``registry``'s tree with a JSON report (its summary is read back)."""
+    return [sys.executable, "-m", "kernel_ports", "check", "--registry", str(registry), "--format", "json",
+            "--jobs", str(jobs)]
+
+
 def _median(xs):
     return statistics.median(xs) if xs else float("nan")
 
@@ -122,8 +128,7 @@ def _median(xs):
 def run(registry: Path, root: Path, touch: Path, repeat: int, jobs: int, work: Path, code: Path | None) -> dict:
     """Each scenario ``repeat`` times; ``code``: the folder put first on PYTHONPATH for the checks (None: as is)."""
     base = dict(os.environ, PYTHONPATH=str(code)) if code is not None else dict(os.environ)
-    check = [sys.executable, "-m", "kernel_ports", "check", "--registry", str(registry), "--format", "json",
-             "--jobs", str(jobs)]
+    check = check_command(registry, jobs)
     regex = [sys.executable, str(HERE / "regex_baseline.py"), str(root)]
     times = {k: [] for k in ("cold", "warm", "one file changed", "regex")}
     cpu = {k: [] for k in times}

@@ -26,6 +26,7 @@ from kernel_ports.port.edits import (
     replace_word,
     scan_to,
 )
+from kernel_ports.registry.model import define_name
 
 ENUMERATOR = {"metal": "Metal", "cuda": "Cuda", "rocm": "Rocm"}
 SLOT_ORDER = ("metal", "cuda", "rocm")
@@ -41,7 +42,7 @@ class Guard:
     def wrap(self, text: str) -> str:
         if not self.defines:
             return text
-        names = [d.split("=", 1)[0].strip() for d in self.defines]
+        names = [define_name(d) for d in self.defines]
         head = f"#ifdef {names[0]}" if len(names) == 1 else "#if " + " && ".join(f"defined({n})" for n in names)
         return f"{head}\n{text}#endif\n"
 

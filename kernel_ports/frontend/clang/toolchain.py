@@ -200,7 +200,7 @@ def _skipped_ranges_calls():
 
 # after line splices are undone: `#` or `%:`, then blanks or block comments, then `if...` or `el...`
 _SPLICE = re.compile(rb"\\[ \t\v\f]*(?:\r\n|\r|\n)")
-_CONDITIONAL_AFTER_HASH = re.compile(rb"(?:[ \t\v\f]|/\*.*?\*/)*(?:if|el)", re.S)
+_CONDITIONAL = re.compile(rb"(?:#|%:)(?:[ \t\v\f]|/\*.*?\*/)*(?:if|el)", re.S)
 
 
 def may_hold_conditional(data: bytes) -> bool:
@@ -211,10 +211,4 @@ def may_hold_conditional(data: bytes) -> bool:
         return True
     if b"\\" in data:
         data = _SPLICE.sub(b"", data)
-    for introducer in (b"#", b"%:"):
-        at = data.find(introducer)
-        while at >= 0:
-            if _CONDITIONAL_AFTER_HASH.match(data, at + len(introducer)):
-                return True
-            at = data.find(introducer, at + 1)
-    return False
+    return _CONDITIONAL.search(data) is not None
