@@ -74,6 +74,10 @@ class FactoryCall(Fact):
     enclosing_usr: str = ""
     in_table_slot: bool = False  # syntactically inside a port-table slot lambda
     in_macro: bool = False
+    # the input and output names (the second and third arguments): string literals at the call or returned by the
+    # helper it calls; None when they could not be read
+    input_names: Optional[tuple] = None
+    output_names: Optional[tuple] = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -200,6 +204,7 @@ class TemplateArgEntry:
     how: str = ""  # initializer | push_back | emplace_back | inline | helper | assign | insert
     parameter: Optional[str] = None  # the launching function's parameter the value arrives through
     untyped: bool = False  # Clang could not type the value (a declaration it depends on did not compile)
+    value: Optional[str] = None  # a constant's value as Clang evaluates it (4, true, float16), when it can
 
 
 @dataclass(frozen=True, kw_only=True)
