@@ -332,6 +332,39 @@ class CompiledBodies(Fact):
 
 
 @dataclass(frozen=True, kw_only=True)
+class DeviceBuild(Fact):
+    """One variant of a HIP body built for one target (``check --device-compile rocm``; ``loc`` is the body's).
+
+    ``result``: ``built``, ``failed`` (this variant did not compile), or how the whole compile ended
+    (``refused``, ``timeout``, ``memory``, ``crash``). ``message``/``message_loc``: the compiler's first error
+    for this variant, at the body's (or header's) own file:line:col; ``at_guard``: that error is the body's own
+    ``#error`` directive. Resource figures are ``None`` unless it built.
+    """
+
+    body: str  # the HipSource's "path:name"
+    kernel_name: str
+    factory_call: str  # the factory call's location
+    tables: tuple = ()  # port tables whose .rocm slot reaches the call
+    target: str
+    wavefront: int  # lanes of the target
+    assignment: str  # the template arguments and dtypes, as written for a reader
+    guessed: tuple = ()  # template constants given a guessed value
+    result: str
+    message: str = ""
+    message_loc: Optional[Location] = None
+    at_guard: bool = False
+    sgprs: Optional[int] = None
+    vgprs: Optional[int] = None
+    sgpr_spill: Optional[int] = None
+    vgpr_spill: Optional[int] = None
+    scratch_bytes: Optional[int] = None
+    lds_bytes: Optional[int] = None
+    occupancy: Optional[int] = None
+    lane_intrinsics: tuple = ()  # the cross-lane llvm.amdgcn.* operations its kernel reaches
+    compiler: str = ""  # path and version
+
+
+@dataclass(frozen=True, kw_only=True)
 class GateExpr:
     """The boolean structure of a Rust gate.
 

@@ -1,0 +1,201 @@
+"""What each HIP body is built as: its text as pieces of its file, and the variants (dtype and constant
+assignments) the launches that reach it allow, read from the index's facts (factory calls, the bodies they
+compile, the port tables that reach them, the invocations of those tables).
+
+Dtypes: an input keyed by a dtype template argument takes that argument's dtype; an input whose dtype the call
+site fixes takes it (a scalar ``array{eps}`` is float32); every other input, output and dtype argument takes the
+activation dtype, float32, float16 and bfloat16 in turn, unless a launch passes a constant dtype. Integer and
+bool constants: the launch's value when Clang evaluates one, else the registry's ``compile_assume``, else a few
+guessed values (named in the variant, so a finding never rests on one guess).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+from kernel_ports.frontend.device.model import BodyBuild, Piece, Variant
+
+ACTIVATION_DTYPES = ("float32", "float16", "bfloat16")
+GUESSED_INTS = ("128", "256")  # tried in turn for an integer constant nothing states
+GUESSED_BOOLS = ("false", "true")
+_RAW_OPEN = re.compile(r'(?:u8|u|U|L)?R"([^(\s]{0,16})\(')
+_PLAIN = re.compile(r'(?:u8|u|U|L)?"((?:\\.|[^"\\\n])*)"')
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
+
+
+@dataclass(frozen=True)
+class PlannedBody:
+    """A body to build, with the facts its findings are reported against."""
+
+    build: BodyBuild
+    body_loc: object  # Location of the body (the HipSource's)
+    factory_call: str
+    tables: tuple
+    include_dirs: tuple  # absolute directories the body's quoted includes resolve in (inside the root)
+    refusal: Optional[tuple] = None  # (Location, message): an #include that may not be compiled
+
+
+def _pieces_of(h, data: Optional[bytes]) -> tuple:
+    """The body's literal pieces read again from its file at their recorded places, so every character has its
+    file line and column; one piece at the body's place when the file does not show them."""
+    fallback = (Piece(path=h.loc.path, line=h.loc.line, column=h.loc.column, text=h.text, raw=True),)
+    if data is None or not h.piece_locs:
+        return fallback
+    text = data.decode("utf-8", "replace")
+    starts = [0] + [m.end() for m in re.finditer("\n", text)]
+    out = []
+    for loc in h.piece_locs:
+        if loc.line - 1 >= len(starts):
+            return fallback
+        off = starts[loc.line - 1] + loc.column - 1
+        raw = _RAW_OPEN.match(text, off)
+        if raw is not None:
+            end = text.find(f"){raw.group(1)}\"", raw.end())
+            if end < 0:
+                return fallback
+            out.append(Piece(path=h.loc.path, line=loc.line, column=loc.column + raw.end() - off,
+                             text=text[raw.end():end], raw=True))
+            continue
+        plain = _PLAIN.match(text, off)
+        if plain is None:
+            return fallback
+        value = re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(1)), plain.group(1))
+        out.append(Piece(path=h.loc.path, line=loc.line, column=loc.column + 1, text=value, raw=False))
+    return tuple(out) if "".join(p.text for p in out) == h.text else fallback
+
+
+def _reaching(index, fc) -> tuple:
+    """(tables whose .rocm slot reaches the call, invocations that may launch it)."""
+    key = str(fc.loc)
+    tables = []
+    for t in index.port_tables:
+        slot = t.slots.get("rocm")
+        if slot is not None and any(str(f.loc) == key for f in slot.factory_calls):
+            tables.append(t.name)
+    names = set(tables)
+    invocations = [i for i in index.invocations if names & set(i.tables)]
+    if not invocations:
+        invocations = [i for i in index.invocations if fc.enclosing_usr and i.enclosing_usr == fc.enclosing_usr]
+    return tuple(sorted(set(tables))), invocations
+
+
+def _input_dtype(arr, entries: list, activation: str) -> str:
+    keyed = next((e for e in entries if e.is_dtype and e.source_input is not None and e.source_input == arr.name), None)
+    if keyed is not None:
+        return keyed.value or activation
+    if arr.fixed_dtype:
+        return arr.fixed_dtype
+    if arr.dtype_fixed and arr.how == "scalar":
+        return "float32"
+    return activation
+
+
+def _variants_of_launch(inv, names: tuple, outputs: tuple, assume: dict) -> list:
+    entries = [e for e in (inv.template_args if inv is not None else ()) if e.name]
+    unknown = [e.name for e in entries if not e.is_dtype and e.value is None and e.name not in assume]
+    guesses = max(len(GUESSED_INTS), len(GUESSED_BOOLS)) if unknown else 1
+    dtype_constant = any(e.is_dtype and e.value for e in entries)
+    out = []
+    for activation, g in itertools.product(ACTIVATION_DTYPES[:1] if dtype_constant else ACTIVATION_DTYPES, range(guesses)):
+        args = []
+        for e in entries:
+            if e.is_dtype:
+                args.append((e.name, e.value or activation))
+            elif e.value is not None:
+                args.append((e.name, e.value))
+            elif e.name in assume:
+                v = assume[e.name]
+                args.append((e.name, ("true" if v else "false") if isinstance(v, bool) else str(v)))
+            else:
+                looks_bool = e.value_text.strip() in ("true", "false") or e.name.isupper() and e.name.startswith(("IS_", "HAS_", "USE_"))
+                args.append((e.name, GUESSED_BOOLS[g % 2] if looks_bool else GUESSED_INTS[g % len(GUESSED_INTS)]))
+        arrays = list(inv.inputs) if inv is not None else []
+        input_dtypes = tuple((n, _input_dtype(arrays[i], entries, activation) if i < len(arrays) else activation)
+                             for i, n in enumerate(names))
+        out.append(Variant(template_args=tuple(args), input_dtypes=input_dtypes,
+                           output_dtypes=tuple((n, activation) for n in outputs), guessed=tuple(unknown)))
+    return out
+
+
+def variants(invocations: list, names: tuple, outputs: tuple, assume: dict) -> tuple:
+    """Every distinct variant the launches allow, in a stable order."""
+    out = []
+    for inv in invocations or [None]:
+        for v in _variants_of_launch(inv, names, outputs, assume):
+            if v not in out:
+                out.append(v)
+    return tuple(out)
+
+
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*(?:include|include_next|import)\b[ \t]*(.*)$', re.M)
+
+
+def include_problem(pieces: tuple, root, resolve) -> tuple:
+    """(None, include dirs) when every ``#include`` of the pieces may be compiled; else ((Location, message), ()).
+
+    A system header by name (``<hip/hip_runtime.h>``) is the compiler's; a quoted include must name a file in the
+    tree (``resolve``); an absolute path, a path that leaves the root and a computed include are refused."""
+    from pathlib import Path
+
+    from kernel_ports.facts import Location
+
+    dirs = []
+    for p in pieces:
+        for m in _INCLUDE.finditer(p.text):
+            line = p.line + (p.text.count("\n", 0, m.start()) if p.raw else 0)
+            where = Location(p.path, line, 1)
+            spelled = m.group(1).strip()
+            name = spelled[1:-1] if len(spelled) > 1 and spelled[0] + spelled[-1] in ('""', "<>") else None
+            if name is None:
+                return (where, f"`#include {spelled[:60]}` names no file (a computed include is not built)"), ()
+            if name.startswith("/") or re.match(r"[A-Za-z]:[\\/]", name):
+                return (where, f"`#include {spelled[:60]}` names an absolute path; a body may include only files in the tree"), ()
+            if spelled[0] == "<":
+                if ".." in Path(name).parts:
+                    return (where, f"`#include {spelled[:60]}` leaves the include directories"), ()
+                continue
+            rel = resolve(name, p.path)
+            if rel is None:
+                if ".." in Path(name).parts:
+                    return (where, f"`#include {spelled[:60]}` names a file outside the tree"), ()
+                continue  # not a tree file: the compiler's own search answers (and fails as the runtime would)
+            dirs.append(str((Path(root) / rel).parent))
+    return None, tuple(dict.fromkeys(dirs))
+
+
+def plan_bodies(index, registry, by_path: dict, resolve) -> list:
+    """A PlannedBody for each HIP body a ROCm factory call compiles."""
+    out = []
+    kernels_by_table = {k.table.split("::")[-1]: k for k in registry.kernels}
+    for fc in sorted((f for f in index.factory_calls if f.backend == "rocm"), key=lambda f: str(f.loc)):
+        compiled = index.compiled_bodies.get(str(fc.loc))
+        if compiled is None:
+            continue
+        sources = [h for h in compiled.bodies if h.name in fc.source_constants or h.name == f"{fc.loc}#source"]
+        headers = [h for h in compiled.bodies if h.name in fc.header_constants or h.name == f"{fc.loc}#header"]
+        tables, invocations = _reaching(index, fc)
+        assume = {}
+        for t in tables:
+            k = kernels_by_table.get(t)
+            if k is not None:
+                assume.update(dict(k.compile_assume))
+        header = tuple(p for h in headers for p in _pieces_of(h, _data(by_path, h.loc.path)))
+        names, outputs = fc.input_names or (), fc.output_names or ()
+        kernel_name = fc.kernel_name or re.sub(r"\W+", "_", fc.name_text)[:60] or "kernel"
+        for h in sources:
+            pieces = _pieces_of(h, _data(by_path, h.loc.path))
+            build = BodyBuild(body=f"{h.loc.path}:{h.name}", kernel_name=kernel_name, input_names=tuple(names),
+                              output_names=tuple(outputs), source=pieces, header=header,
+                              variants=variants(invocations, tuple(names), tuple(outputs), assume))
+            refusal, dirs = include_problem(pieces + header, registry.root, resolve)
+            out.append(PlannedBody(build=build, body_loc=h.loc, factory_call=str(fc.loc), tables=tables,
+                                   include_dirs=dirs, refusal=refusal))
+    return out
+
+
+def _data(by_path: dict, path: str):
+    f = by_path.get(path)
+    return getattr(f, "data", None) if f is not None else None
