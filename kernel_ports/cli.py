@@ -66,6 +66,25 @@ def _add_check(sub) -> None:
     check.add_argument("--output", default=None, help="write the report here instead of stdout")
     check.add_argument("--also", action="append", default=[], metavar="FORMAT=FILE",
                        help="also write the same run's report in FORMAT to FILE (repeatable), e.g. --also sarif=out.sarif")
+    _device_flag(check)
+
+
+def _device_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--device-compile", choices=("rocm",), default=None,
+                   help="also build every HIP body for its targets with hipcc (KP501/KP502, device_builds in facts)")
+
+
+def _device_compiler_present(args, registry) -> None:
+    """``--device-compile rocm`` with no HIP compiler: one line naming what to install (exit 2)."""
+    if getattr(args, "device_compile", None) is None:
+        return
+    from kernel_ports.frontend.device.compiler import CompilerMissing, find_compiler
+
+    setting = registry.compile.device_rocm.compiler if registry.compile.device_rocm else "auto"
+    try:
+        find_compiler(setting)
+    except CompilerMissing as exc:
+        raise UsageError(f"kernel-ports: --device-compile rocm: {exc}") from None
 
 
 def _add_others(sub) -> None:
@@ -73,6 +92,7 @@ def _add_others(sub) -> None:
     _common(facts)
     facts.add_argument("--format", choices=("json",), default="json")
     facts.add_argument("--output", default=None)
+    _device_flag(facts)
 
     matrix = sub.add_parser("matrix", help="kernels x backends coverage")
     _common(matrix)
@@ -167,7 +187,7 @@ def _options(args, policy=None):
     from kernel_ports.project import Options
 
     return Options(policy=policy or Policy(), jobs=args.jobs, use_cache=not args.no_cache, cache_dir=getattr(args, "cache_dir", None),
-                   compile_commands=args.compile_commands)
+                   compile_commands=args.compile_commands, device_compile=getattr(args, "device_compile", None))
 
 
 def write_output(text: str, output: str | None) -> None:
@@ -204,6 +224,7 @@ def cmd_check(args) -> int:
         from kernel_ports.project import analyze
 
         registry = _load(args)
+        _device_compiler_present(args, registry)
         kernel_severity = {k.name: k.severity for k in registry.kernels if k.severity}
         policy = Policy(select=select, ignore=ignore, severity=registry.severity, kernel_severity=kernel_severity)
         result = analyze(registry, _options(args, policy))
@@ -250,7 +271,15 @@ def _index(args):
 
     _check_run_args(args)
     registry = _load(args)
-    return registry, build_project_index(registry, resolve_scope(registry), _options(args))
+    _device_compiler_present(args, registry)
+    scope = resolve_scope(registry)
+    options = _options(args)
+    index = build_project_index(registry, scope, options)
+    if options.device_compile is not None or registry.compile.device_rocm is not None:
+        from kernel_ports.index import device
+
+        device.run_for_check(registry, scope, index, options)
+    return registry, index
 
 
 def cmd_matrix(args) -> int:

@@ -22,6 +22,7 @@ class Options:
     use_cache: bool = True
     cache_dir: str | None = None
     compile_commands: str | None = None
+    device_compile: str | None = None  # "rocm": build the HIP bodies (check --device-compile rocm; index/device.py)
 
 
 @dataclass
@@ -48,12 +49,13 @@ def analyze(registry, options: Options | None = None) -> Result:
     options = options or Options()
     scope = resolve_scope(registry)
     index = build_project_index(registry, scope, options)
+    device_notes = _device_builds(registry, scope, index, options)
     ctx = Context(registry=registry, index=index, scope=scope)
     raw: list[Finding] = list(scope.findings)
     rules_run = []
     for rule in all_rules():
         wanted = [c for c in rule.codes if options.policy.selected(c)]
-        if not wanted:
+        if not wanted or (getattr(rule, "reads_device_builds", False) and not index.device.get("compiler")):
             continue
         rules_run.extend(wanted)
         raw.extend(f for f in rule.check(ctx) if f.rule in rule.codes)
@@ -61,7 +63,20 @@ def analyze(registry, options: Options | None = None) -> Result:
     rules_run.extend(c for c in ("KP401", "KP402") if options.policy.selected(c))
     findings = apply_policy(annotate_symbols(raw, registry), registry, options.policy)
     summary = make_summary(registry, scope, index, findings, sorted(set(rules_run)))
+    if device_notes:
+        summary["notes"] = summary.get("notes", []) + device_notes
+    if index.device:
+        summary["device"] = index.device
     return Result(findings, summary, index, scope)
+
+
+def _device_builds(registry, scope, index, options) -> list:
+    """Device builds when the flag or the registry's compile.device.rocm asks for them: their notes."""
+    if options.device_compile is None and registry.compile.device_rocm is None:
+        return []
+    from kernel_ports.index import device
+
+    return device.run_for_check(registry, scope, index, options)
 
 
 def make_summary(registry, scope, index, findings, rules_run) -> dict:

@@ -57,6 +57,7 @@ def _registered() -> list[type[Rule]]:
         TableNotInRegistry,
         WavePinMismatch,
     )
+    from kernel_ports.checkers.device import DeviceBuilds
     from kernel_ports.checkers.dtype_keys import DtypeKeys
 
     return [
@@ -75,6 +76,7 @@ def _registered() -> list[type[Rule]]:
         DispatchMismatch,
         WavePinMismatch,
         LauncherScopeDrift,
+        DeviceBuilds,
     ]
 
 

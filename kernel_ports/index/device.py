@@ -149,3 +149,66 @@ def build_device(index, registry, by_path: dict, resolve, compiler, targets: tup
     index.device = {"compiler": compiler.path, "version": compiler.version, "targets": list(targets),
                     "bodies": len({p.build.body for p in planned}), "variants": sum(len(p.build.variants) for p in planned),
                     "compiles": len(work), "cached": cached, "seconds": round(time.monotonic() - start, 2)}
+
+
+def run_for_check(registry, scope, index, options) -> list:
+    """The device builds of one check, and the summary's notes on them (a missing compiler is a note when the
+    registry asked for the builds; the command line refuses earlier when its flag did)."""
+    from kernel_ports import cachefmt
+    from kernel_ports.index.cache import FileCache
+    from kernel_ports.index.plan import resolve_include
+    from kernel_ports.registry.model import DeviceCompile
+
+    spec = registry.compile.device_rocm or DeviceCompile()
+    try:
+        compiler = driver.find_compiler(spec.compiler)
+    except driver.CompilerMissing as exc:
+        index.device = {"compiler": None, "targets": list(spec.targets), "missing": str(exc)}
+        return [f"device builds (compile.device.rocm) did not run: {exc}; KP501/KP502 were not judged"]
+    by_path = {f.path: f for f in scope.files}
+    known = set(by_path)
+
+    def resolve(name, from_path):
+        return resolve_include(name, False, from_path, known, [])
+
+    where = Path(options.cache_dir) if options.cache_dir else cachefmt.default_cache_dir()
+    cache = FileCache(where if options.use_cache else None)
+    build_device(index, registry, by_path, resolve, compiler, tuple(spec.targets), cache, jobs=options.jobs)
+    return device_notes(index)
+
+
+def _range(values) -> str:
+    got = sorted({v for v in values if v is not None})
+    if not got:
+        return "?"
+    return str(got[0]) if got[0] == got[-1] else f"{got[0]}-{got[-1]}"
+
+
+def device_notes(index) -> list:
+    """What was built with what, then one line per body and target: results per dtype, resource usage, lanes."""
+    d = index.device
+    notes = [f"device builds: {d['bodies']} HIP bodies, {d['variants']} variants, for {', '.join(d['targets'])} with "
+             f"{d['compiler']} ({d['version']}); {d['compiles']} compiled, {d['cached']} from the cache, {d['seconds']} s"]
+    groups: dict = {}
+    for b in index.device_builds:
+        groups.setdefault((b.body, b.factory_call, b.target), []).append(b)
+    for (body, _, target), builds in sorted(groups.items()):
+        ok = [b for b in builds if b.result == "built"]
+        dtypes = [x for x in ("float32", "float16", "bfloat16") if any(x in b.assignment for b in ok)]
+        line = f"  {body} [{target}]: {len(ok)}/{len(builds)} built"
+        if dtypes:
+            line += f" ({' '.join(dtypes)})"
+        if ok:
+            line += (f"; SGPRs {_range(b.sgprs for b in ok)}, VGPRs {_range(b.vgprs for b in ok)}, "
+                     f"spills {_range((b.sgpr_spill or 0) + (b.vgpr_spill or 0) for b in ok)}, "
+                     f"scratch {_range(b.scratch_bytes for b in ok)} B/lane, LDS {_range(b.lds_bytes for b in ok)} B, "
+                     f"occupancy {_range(b.occupancy for b in ok)}")
+            lanes = sorted({x for b in ok for x in b.lane_intrinsics})
+            line += f"; lane ops: {', '.join(lanes)}" if lanes else "; no lane op"
+        failed = [b for b in builds if b.result != "built"]
+        if failed:
+            f = failed[0]
+            guard = " (its own #error guard)" if f.at_guard else ""
+            line += f"; stops{guard}: {f.message[:120]}"
+        notes.append(line)
+    return notes
