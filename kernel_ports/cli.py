@@ -80,9 +80,13 @@ def _device_compiler_present(args, registry) -> None:
         return
     from kernel_ports.frontend.device.compiler import CompilerMissing, find_compiler
 
+    from kernel_ports import cachefmt
+    from kernel_ports.index.cache import FileCache
+
     setting = registry.compile.device_rocm.compiler if registry.compile.device_rocm else "auto"
+    where = Path(args.cache_dir) if getattr(args, "cache_dir", None) else cachefmt.default_cache_dir()
     try:
-        find_compiler(setting)
+        find_compiler(setting, FileCache(None if getattr(args, "no_cache", False) else where))
     except CompilerMissing as exc:
         raise UsageError(f"kernel-ports: --device-compile rocm: {exc}") from None
 

@@ -160,8 +160,10 @@ def run_for_check(registry, scope, index, options) -> list:
     from kernel_ports.registry.model import DeviceCompile
 
     spec = registry.compile.device_rocm or DeviceCompile()
+    where = Path(options.cache_dir) if options.cache_dir else cachefmt.default_cache_dir()
+    cache = FileCache(where if options.use_cache else None)
     try:
-        compiler = driver.find_compiler(spec.compiler)
+        compiler = driver.find_compiler(spec.compiler, cache)
     except driver.CompilerMissing as exc:
         index.device = {"compiler": None, "targets": list(spec.targets), "missing": str(exc)}
         return [f"device builds (compile.device.rocm) did not run: {exc}; KP501/KP502 were not judged"]
@@ -171,8 +173,6 @@ def run_for_check(registry, scope, index, options) -> list:
     def resolve(name, from_path):
         return resolve_include(name, False, from_path, known, [])
 
-    where = Path(options.cache_dir) if options.cache_dir else cachefmt.default_cache_dir()
-    cache = FileCache(where if options.use_cache else None)
     build_device(index, registry, by_path, resolve, compiler, tuple(spec.targets), cache, jobs=options.jobs)
     return device_notes(index)
 

@@ -9,6 +9,7 @@ directory with the parsers' timeout and memory budget (:mod:`kernel_ports.limits
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -61,16 +62,38 @@ def candidates(setting: str = "auto") -> list:
     return out
 
 
-def find_compiler(setting: str = "auto") -> Compiler:
-    """The first hipcc that answers ``--version``; CompilerMissing naming the Debian packages otherwise."""
+_FOUND: dict = {}  # (path, its stat) -> Compiler, for the second look-up of one run
+
+
+def _signature(path: str) -> tuple:
+    st = os.stat(path)
+    return (st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+def find_compiler(setting: str = "auto", cache=None) -> Compiler:
+    """The first hipcc that answers ``--version``; CompilerMissing naming the Debian packages otherwise.
+
+    ``hipcc --version`` costs a Perl start and a clang start (0.3 s), so its answer is kept per hipcc file (path,
+    size, mtime, inode) in the run and, given a cache (index.cache.FileCache), across runs, as data."""
     tried = []
     for path in candidates(setting):
         if not (os.path.isfile(path) and os.access(path, os.X_OK)):
             tried.append(path)
             continue
-        version = _version(path)
-        if version:
-            return Compiler(path=path, version=version, disassembler=_disassembler(path, version))
+        sig = (path, _signature(path))
+        key = hashlib.sha256(repr(("hipcc-version", sig)).encode()).hexdigest()
+        if sig not in _FOUND and cache is not None:
+            got = cache.get(key)
+            if isinstance(got, tuple) and len(got) == 2 and all(isinstance(x, str) for x in got) and got[0]:
+                _FOUND[sig] = Compiler(path=path, version=got[0], disassembler=got[1])
+        if sig not in _FOUND:
+            version = _version(path)
+            if version:
+                _FOUND[sig] = Compiler(path=path, version=version, disassembler=_disassembler(path, version))
+                if cache is not None:
+                    cache.put(key, (version, _FOUND[sig].disassembler))
+        if sig in _FOUND:
+            return _FOUND[sig]
         tried.append(path)
     where = ", ".join(tried) if tried else "$ROCM_PATH/bin, /opt/rocm/bin, PATH"
     raise CompilerMissing(f"no HIP compiler found (looked for hipcc at {where}); on Debian: apt install {DEBIAN_PACKAGES}")
