@@ -236,6 +236,7 @@ class Invocation(Fact):
     in_macro: bool = False
     kernel_from_parameter: bool = False  # the kernel object is a parameter (tables via callers)
     dtype_checks: tuple = ()  # (a, b) arrays whose dtypes the enclosing function compares (== / !=)
+    output_dtypes_text: str = ""  # the output-dtypes argument as written (a local's initializer when it is one)
     unresolved: tuple = ()  # why the template args may be incomplete (untyped entries, Clang errors in the function)
 
 

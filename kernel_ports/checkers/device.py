@@ -37,8 +37,14 @@ def _text_lane_ops(ctx: Context, factory_call: str) -> list:
 
 
 def _first_failure(builds):
+    """The first failure when every variant failed, and not only because of guessed constants: when every
+    variant rests on a guess, the failures must agree (one message at one place) to be the body's own."""
     failed = [b for b in builds if b.result != "built"]
-    return failed[0] if failed and len(failed) == len(builds) else None
+    if not failed or len(failed) != len(builds):
+        return None
+    if all(b.guessed for b in builds) and len({(b.message, b.message_loc) for b in failed}) > 1:
+        return None
+    return failed[0]
 
 
 class DeviceBuilds(Rule):

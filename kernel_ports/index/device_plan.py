@@ -21,6 +21,8 @@ from kernel_ports.frontend.device.model import BodyBuild, Piece, Variant
 ACTIVATION_DTYPES = ("float32", "float16", "bfloat16")
 GUESSED_INTS = ("128", "256")  # tried in turn for an integer constant nothing states
 GUESSED_BOOLS = ("false", "true")
+GUESSED_BITS = ("4", "8")  # quantization widths
+GUESSED_GROUPS = ("64", "32")  # quantization group sizes
 _RAW_OPEN = re.compile(r'(?:u8|u|U|L)?R"([^(\s]{0,16})\(')
 _PLAIN = re.compile(r'(?:u8|u|U|L)?"((?:\\.|[^"\\\n])*)"')
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
@@ -93,6 +95,35 @@ def _input_dtype(arr, entries: list, activation: str) -> str:
     return activation
 
 
+_DTYPE_WORDS = re.compile(r"(\w+)\s*\.\s*dtype\s*\(\s*\)|\b(bool_|u?int(?:8|16|32|64)|float(?:16|32|64)|bfloat16)\b")
+
+
+def _output_dtypes(inv, outputs: tuple, input_dtypes: dict, names: tuple, activation: str) -> tuple:
+    """Each output's dtype as the launch's output-dtypes argument states it (a dtype constant, or an input's
+    ``.dtype()``), when it states one per output; the activation dtype otherwise."""
+    stated = _DTYPE_WORDS.findall(inv.output_dtypes_text) if inv is not None else []
+    if len(stated) != len(outputs):
+        return tuple((n, activation) for n in outputs)
+    by_array = {a.name: names[i] for i, a in enumerate(inv.inputs) if a.name and i < len(names)}
+    out = []
+    for n, (array, constant) in zip(outputs, stated):
+        out.append((n, constant or input_dtypes.get(by_array.get(array, ""), activation)))
+    return tuple(out)
+
+
+def _guess(entry, g: int) -> str:
+    """A value for a constant nothing states: a bool for a bool-looking name, a bit width for ``bits``, else a
+    power of two a block or a row plausibly has; the g-th of a few."""
+    name = entry.name.lower()
+    if entry.value_text.strip() in ("true", "false") or name.startswith(("is_", "has_", "use_")):
+        return GUESSED_BOOLS[g % len(GUESSED_BOOLS)]
+    if "bits" in name:
+        return GUESSED_BITS[g % len(GUESSED_BITS)]
+    if "group" in name:
+        return GUESSED_GROUPS[g % len(GUESSED_GROUPS)]
+    return GUESSED_INTS[g % len(GUESSED_INTS)]
+
+
 def _variants_of_launch(inv, names: tuple, outputs: tuple, assume: dict) -> list:
     entries = [e for e in (inv.template_args if inv is not None else ()) if e.name]
     unknown = [e.name for e in entries if not e.is_dtype and e.value is None and e.name not in assume]
@@ -110,13 +141,13 @@ def _variants_of_launch(inv, names: tuple, outputs: tuple, assume: dict) -> list
                 v = assume[e.name]
                 args.append((e.name, ("true" if v else "false") if isinstance(v, bool) else str(v)))
             else:
-                looks_bool = e.value_text.strip() in ("true", "false") or e.name.isupper() and e.name.startswith(("IS_", "HAS_", "USE_"))
-                args.append((e.name, GUESSED_BOOLS[g % 2] if looks_bool else GUESSED_INTS[g % len(GUESSED_INTS)]))
+                args.append((e.name, _guess(e, g)))
         arrays = list(inv.inputs) if inv is not None else []
         input_dtypes = tuple((n, _input_dtype(arrays[i], entries, activation) if i < len(arrays) else activation)
                              for i, n in enumerate(names))
         out.append(Variant(template_args=tuple(args), input_dtypes=input_dtypes,
-                           output_dtypes=tuple((n, activation) for n in outputs), guessed=tuple(unknown)))
+                           output_dtypes=_output_dtypes(inv, outputs, dict(input_dtypes), names, activation),
+                           guessed=tuple(unknown)))
     return out
 
 

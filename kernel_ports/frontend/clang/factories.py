@@ -81,14 +81,18 @@ class FactoryCalls(Extractor):
             if len(returns) != 1:
                 return None
             s = returns[0]
-        names, stack = [], [s]
+        names, stack, followed = [], [s], set()
         while stack:
             x = stack.pop()
             if x.kind == K.STRING_LITERAL:
                 names.append(c_string_value(w.text(x) or x.spelling))
                 continue
-            if x.kind in (K.DECL_REF_EXPR, K.MEMBER_REF_EXPR) and x.referenced is not None and \
-                    x.referenced.kind in (K.VAR_DECL, K.PARM_DECL, K.FIELD_DECL):
+            r = x.referenced if x.kind in (K.DECL_REF_EXPR, K.MEMBER_REF_EXPR) else None
+            if r is not None and r.kind == K.VAR_DECL and r.type.is_const_qualified() and r.hash not in followed:
+                followed.add(r.hash)  # a constant list the helper returns: its initializer's names
+                stack.extend(reversed(list(r.get_children())))
+                continue
+            if r is not None and r.kind in (K.VAR_DECL, K.PARM_DECL, K.FIELD_DECL):
                 return None
             stack.extend(reversed(list(x.get_children())))
         return tuple(names) if all(n is not None for n in names) else None

@@ -52,6 +52,18 @@ def variant_of(mangled: str):
     return None
 
 
+_BACKEND_ERROR = re.compile(r"^error: (?P<msg>.*?) in function '(?P<fn>[^']+)'$", re.M)
+
+
+def _backend_errors(stderr: str, build) -> list:
+    """Errors code generation reports without a place (``error: local memory (66560) exceeds limit (65536) in
+    function '<mangled>'``): at the body, for the variant the function is."""
+    first = build.source[0] if build.source else None
+    where = (first.path, first.line, first.column) if first is not None else ("", 0, 0)
+    return [Diagnostic(*where, message=m.group("msg").strip(), variant=variant_of(m.group("fn")))
+            for m in _BACKEND_ERROR.finditer(stderr)]
+
+
 def diagnostics(stderr: str, root_files: set, build) -> list:
     """The errors, in order, each at its file:line:col in the tree (a file outside it named only by its base
     name, so no path or text from outside the tree is echoed) and with the variant it belongs to."""
@@ -75,7 +87,7 @@ def diagnostics(stderr: str, root_files: set, build) -> list:
         text = source.piece_line_text(pieces, line)
         directive = text is not None and re.match(r"\s*#\s*error\b", text) is not None
         out.append(Diagnostic(path, line, col, message, None if in_header else variant, directive))
-    return out
+    return out + _backend_errors(stderr, build)
 
 
 def resource_usage(stderr: str) -> dict:
