@@ -23,6 +23,9 @@ GUESSED_INTS = ("128", "256")  # tried in turn for an integer constant nothing s
 GUESSED_BOOLS = ("false", "true")
 GUESSED_BITS = ("4", "8")  # quantization widths
 GUESSED_GROUPS = ("64", "32")  # quantization group sizes
+GUESSED_PAGES = ("16", "32")  # KV-cache page sizes
+GUESSED_COUNTS = ("4", "8")  # counts of heads, warps, splits, repeats, items per thread
+_COUNT_NAME = re.compile(r"^(?:Num|N[A-Z])|Per[A-Z]|Rep|Heads|Warps|Splits|Rounds|_per_|^num_")
 _RAW_OPEN = re.compile(r'(?:u8|u|U|L)?R"([^(\s]{0,16})\(')
 _PLAIN = re.compile(r'(?:u8|u|U|L)?"((?:\\.|[^"\\\n])*)"')
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
@@ -84,7 +87,23 @@ def _reaching(index, fc) -> tuple:
     return tuple(sorted(set(tables))), invocations
 
 
-def _input_dtype(arr, entries: list, activation: str) -> str:
+_INTEGER_TYPES = {"uint8_t": "uint8", "int8_t": "int8", "uint16_t": "uint16", "int16_t": "int16", "uint32_t": "uint32",
+                  "int32_t": "int32", "uint64_t": "uint64", "int64_t": "int64", "unsigned int": "uint32",
+                  "unsigned": "uint32", "int": "int32"}
+_INTEGER_BINDING = re.compile(r"\bconst\s+(" + "|".join(_INTEGER_TYPES) + r")\s*\*\s*(?:__restrict__\s+)?\w+\s*=\s*(\w+)\b")
+
+
+def body_integer_inputs(source_text: str, names: tuple) -> dict:
+    """Inputs the body binds to a pointer of an integer type (``const uint32_t* w = gate_w + row;``): packed
+    weights and indices, whose dtype the launch leaves to its caller; the body states it."""
+    out = {}
+    for ctype, name in _INTEGER_BINDING.findall(source_text):
+        if name in names:
+            out.setdefault(name, _INTEGER_TYPES[" ".join(ctype.split())])
+    return out
+
+
+def _input_dtype(arr, entries: list, activation: str, stated_by_body=None) -> str:
     keyed = next((e for e in entries if e.is_dtype and e.source_input is not None and e.source_input == arr.name), None)
     if keyed is not None:
         return keyed.value or activation
@@ -92,22 +111,52 @@ def _input_dtype(arr, entries: list, activation: str) -> str:
         return arr.fixed_dtype
     if arr.dtype_fixed and arr.how == "scalar":
         return "float32"
+    if stated_by_body is not None and not arr.dtype_follows and arr.how != "astype":
+        return stated_by_body
     return activation
 
 
-_DTYPE_WORDS = re.compile(r"(\w+)\s*\.\s*dtype\s*\(\s*\)|\b(bool_|u?int(?:8|16|32|64)|float(?:16|32|64)|bfloat16)\b")
+_DTYPE_CONSTANT = re.compile(r"^(?:(?:mlx::)?(?:core::)?)(bool_|u?int(?:8|16|32|64)|float(?:16|32|64)|bfloat16)$")
+_ARRAY_DTYPE = re.compile(r"^(\w+)\s*(?:\.|->)\s*(?:inner\s*\.\s*)?dtype\s*\(\s*\)$")
 
 
-def _output_dtypes(inv, outputs: tuple, input_dtypes: dict, names: tuple, activation: str) -> tuple:
-    """Each output's dtype as the launch's output-dtypes argument states it (a dtype constant, or an input's
-    ``.dtype()``), when it states one per output; the activation dtype otherwise."""
-    stated = _DTYPE_WORDS.findall(inv.output_dtypes_text) if inv is not None else []
-    if len(stated) != len(outputs):
+def _elements(text: str) -> list:
+    """The top-level elements of a braced list as written, comments dropped."""
+    text = re.sub(r"//[^\n]*|/\*.*?\*/", "", text, flags=re.S).strip()
+    if not (text.startswith("{") and text.endswith("}")):
+        return []
+    out, depth, cur = [], 0, ""
+    for ch in text[1:-1]:
+        depth += ch in "({[<"
+        depth -= ch in ")}]>"
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        out.append(cur.strip())
+    return out
+
+
+def _output_dtypes(inv, outputs: tuple, input_dtypes: dict, names: tuple, template: dict, activation: str) -> tuple:
+    """Each output's dtype as the launch's output-dtypes list states it: a dtype constant, an input's
+    ``.dtype()``, or the value a dtype template argument is given (``{T}`` where the launch passes ``{"T", T}``);
+    the activation dtype for anything else."""
+    elements = _elements(inv.output_dtypes_text) if inv is not None else []
+    if len(elements) != len(outputs):
         return tuple((n, activation) for n in outputs)
     by_array = {a.name: names[i] for i, a in enumerate(inv.inputs) if a.name and i < len(names)}
+    by_text = {e.value_text.strip(): template.get(e.name) for e in inv.template_args if e.name and e.is_dtype}
     out = []
-    for n, (array, constant) in zip(outputs, stated):
-        out.append((n, constant or input_dtypes.get(by_array.get(array, ""), activation)))
+    for n, element in zip(outputs, elements):
+        constant, array = _DTYPE_CONSTANT.match(element), _ARRAY_DTYPE.match(element)
+        if constant:
+            out.append((n, constant.group(1)))
+        elif array and array.group(1) in by_array:
+            out.append((n, input_dtypes.get(by_array[array.group(1)], activation)))
+        else:
+            out.append((n, by_text.get(element) or activation))
     return tuple(out)
 
 
@@ -121,10 +170,14 @@ def _guess(entry, g: int) -> str:
         return GUESSED_BITS[g % len(GUESSED_BITS)]
     if "group" in name:
         return GUESSED_GROUPS[g % len(GUESSED_GROUPS)]
+    if "page" in name:
+        return GUESSED_PAGES[g % len(GUESSED_PAGES)]
+    if _COUNT_NAME.search(entry.name):
+        return GUESSED_COUNTS[g % len(GUESSED_COUNTS)]
     return GUESSED_INTS[g % len(GUESSED_INTS)]
 
 
-def _variants_of_launch(inv, names: tuple, outputs: tuple, assume: dict) -> list:
+def _variants_of_launch(inv, names: tuple, outputs: tuple, assume: dict, integer_inputs: dict) -> list:
     entries = [e for e in (inv.template_args if inv is not None else ()) if e.name]
     unknown = [e.name for e in entries if not e.is_dtype and e.value is None and e.name not in assume]
     guesses = max(len(GUESSED_INTS), len(GUESSED_BOOLS)) if unknown else 1
@@ -143,19 +196,21 @@ def _variants_of_launch(inv, names: tuple, outputs: tuple, assume: dict) -> list
             else:
                 args.append((e.name, _guess(e, g)))
         arrays = list(inv.inputs) if inv is not None else []
-        input_dtypes = tuple((n, _input_dtype(arrays[i], entries, activation) if i < len(arrays) else activation)
+        input_dtypes = tuple((n, _input_dtype(arrays[i], entries, activation, integer_inputs.get(n))
+                                  if i < len(arrays) else integer_inputs.get(n, activation))
                              for i, n in enumerate(names))
         out.append(Variant(template_args=tuple(args), input_dtypes=input_dtypes,
-                           output_dtypes=_output_dtypes(inv, outputs, dict(input_dtypes), names, activation),
+                           output_dtypes=_output_dtypes(inv, outputs, dict(input_dtypes), names, dict(args), activation),
                            guessed=tuple(unknown)))
     return out
 
 
-def variants(invocations: list, names: tuple, outputs: tuple, assume: dict) -> tuple:
+def variants(invocations: list, names: tuple, outputs: tuple, assume: dict, source_text: str = "") -> tuple:
     """Every distinct variant the launches allow, in a stable order."""
     out = []
+    integer_inputs = body_integer_inputs(source_text, names)
     for inv in invocations or [None]:
-        for v in _variants_of_launch(inv, names, outputs, assume):
+        for v in _variants_of_launch(inv, names, outputs, assume, integer_inputs):
             if v not in out:
                 out.append(v)
     return tuple(out)
@@ -220,7 +275,7 @@ def plan_bodies(index, registry, by_path: dict, resolve) -> list:
             pieces = _pieces_of(h, _data(by_path, h.loc.path))
             build = BodyBuild(body=f"{h.loc.path}:{h.name}", kernel_name=kernel_name, input_names=tuple(names),
                               output_names=tuple(outputs), source=pieces, header=header,
-                              variants=variants(invocations, tuple(names), tuple(outputs), assume))
+                              variants=variants(invocations, tuple(names), tuple(outputs), assume, h.text))
             refusal, dirs = include_problem(pieces + header, registry.root, resolve)
             out.append(PlannedBody(build=build, body_loc=h.loc, factory_call=str(fc.loc), tables=tables,
                                    include_dirs=dirs, refusal=refusal))

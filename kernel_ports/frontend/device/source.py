@@ -65,23 +65,25 @@ def _quoted(name: str) -> str:
 
 
 def _marked(pieces, tag: str) -> str:
-    """Pieces of kernel text, each line a piece starts at marked with its file line, padded to its column."""
+    """Pieces of kernel text, each line a piece starts at marked with its file line (and padded to its column);
+    inside a raw piece the lines then follow the file, an escaped piece's lines all sit on the piece's line."""
     out = []
     at_line_start = True
     for p in pieces:
         lines = p.text.split("\n")
+        marked = False
         for i, text in enumerate(lines):
-            file_line = p.line + i if p.raw else p.line
-            starts_piece = i == 0
-            if at_line_start and (starts_piece or not p.raw):
-                column = p.column if starts_piece else 1
-                out.append(f"#line {file_line} {_quoted(p.path + tag)}\n" + " " * (column - 1))
+            last = i == len(lines) - 1
+            if last and text == "" and i > 0:
+                break  # the piece ended with a newline
+            if at_line_start and (not marked or not p.raw):
+                out.append(f"#line {p.line + i if p.raw else p.line} {_quoted(p.path + tag)}\n"
+                           + " " * ((p.column if i == 0 else 1) - 1))
+                marked = True
             out.append(text)
-            if i < len(lines) - 1:
+            if not last:
                 out.append("\n")
-                at_line_start = True
-            else:
-                at_line_start = text == "" and (i > 0 or at_line_start)
+            at_line_start = not last
     return "".join(out)
 
 
