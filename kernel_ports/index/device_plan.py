@@ -177,19 +177,34 @@ def _guess(entry, g: int) -> str:
     return GUESSED_INTS[g % len(GUESSED_INTS)]
 
 
-def _variants_of_launch(inv, names: tuple, outputs: tuple, assume: dict, integer_inputs: dict) -> list:
+def _guarded(inv, entries: list, assume: dict, by_path: dict) -> dict:
+    """template constant -> the values the launcher's guards name for the variable it is given."""
+    from kernel_ports.frontend.device.guards import guard_values
+
+    wanted = {e.value_text.strip(): e.name for e in entries
+              if not e.is_dtype and e.value is None and e.name not in assume and e.value_text.strip().isidentifier()}
+    data = _data(by_path, inv.loc.path) if inv is not None and wanted else None
+    if data is None:
+        return {}
+    return {wanted[v]: tuple(str(x) for x in got) for v, got in guard_values(data, inv.loc.line, set(wanted)).items()}
+
+
+def _variants_of_launch(inv, names: tuple, outputs: tuple, assume: dict, integer_inputs: dict, by_path: dict) -> list:
     entries = [e for e in (inv.template_args if inv is not None else ()) if e.name]
-    unknown = [e.name for e in entries if not e.is_dtype and e.value is None and e.name not in assume]
-    guesses = max(len(GUESSED_INTS), len(GUESSED_BOOLS)) if unknown else 1
+    guarded = _guarded(inv, entries, assume, by_path)
+    unknown = [e.name for e in entries if not e.is_dtype and e.value is None and e.name not in assume and e.name not in guarded]
+    rounds = max([len(GUESSED_INTS) if unknown else 1] + [len(v) for v in guarded.values()])
     dtype_constant = any(e.is_dtype and e.value for e in entries)
     out = []
-    for activation, g in itertools.product(ACTIVATION_DTYPES[:1] if dtype_constant else ACTIVATION_DTYPES, range(guesses)):
+    for activation, g in itertools.product(ACTIVATION_DTYPES[:1] if dtype_constant else ACTIVATION_DTYPES, range(rounds)):
         args = []
         for e in entries:
             if e.is_dtype:
                 args.append((e.name, e.value or activation))
             elif e.value is not None:
                 args.append((e.name, e.value))
+            elif e.name in guarded:
+                args.append((e.name, guarded[e.name][g % len(guarded[e.name])]))
             elif e.name in assume:
                 v = assume[e.name]
                 args.append((e.name, ("true" if v else "false") if isinstance(v, bool) else str(v)))
@@ -205,12 +220,12 @@ def _variants_of_launch(inv, names: tuple, outputs: tuple, assume: dict, integer
     return out
 
 
-def variants(invocations: list, names: tuple, outputs: tuple, assume: dict, source_text: str = "") -> tuple:
+def variants(invocations: list, names: tuple, outputs: tuple, assume: dict, source_text: str = "", by_path=None) -> tuple:
     """Every distinct variant the launches allow, in a stable order."""
     out = []
     integer_inputs = body_integer_inputs(source_text, names)
     for inv in invocations or [None]:
-        for v in _variants_of_launch(inv, names, outputs, assume, integer_inputs):
+        for v in _variants_of_launch(inv, names, outputs, assume, integer_inputs, by_path or {}):
             if v not in out:
                 out.append(v)
     return tuple(out)
@@ -271,14 +286,38 @@ def plan_bodies(index, registry, by_path: dict, resolve) -> list:
         header = tuple(p for h in headers for p in _pieces_of(h, _data(by_path, h.loc.path)))
         names, outputs = fc.input_names or (), fc.output_names or ()
         kernel_name = fc.kernel_name or re.sub(r"\W+", "_", fc.name_text)[:60] or "kernel"
-        for h in sources:
-            pieces = _pieces_of(h, _data(by_path, h.loc.path))
-            build = BodyBuild(body=f"{h.loc.path}:{h.name}", kernel_name=kernel_name, input_names=tuple(names),
-                              output_names=tuple(outputs), source=pieces, header=header,
-                              variants=variants(invocations, tuple(names), tuple(outputs), assume, h.text))
+        bodies = [(f"{h.loc.path}:{h.name}", h.loc, _pieces_of(h, _data(by_path, h.loc.path)), kernel_name)
+                  for h in sources] or _chosen_bodies(fc, by_path, kernel_name)
+        for body, loc, pieces, name in bodies:
+            text = "".join(p.text for p in pieces)
+            build = BodyBuild(body=body, kernel_name=name, input_names=tuple(names), output_names=tuple(outputs),
+                              source=pieces, header=header,
+                              variants=variants(invocations, tuple(names), tuple(outputs), assume, text, by_path))
             refusal, dirs = include_problem(pieces + header, registry.root, resolve)
-            out.append(PlannedBody(build=build, body_loc=h.loc, factory_call=str(fc.loc), tables=tables,
+            out.append(PlannedBody(build=build, body_loc=loc, factory_call=str(fc.loc), tables=tables,
                                    include_dirs=dirs, refusal=refusal))
+    return out
+
+
+_NAME_CHOICE = re.compile(r'\?\s*"([^"\\]*)"\s*:\s*"([^"\\]*)"\s*$')
+
+
+def _chosen_bodies(fc, by_path: dict, kernel_name: str) -> list:
+    """The branches of a local chosen by a condition (frontend/device/alternatives.py), each a body, with the
+    kernel name of the same branch when the name is chosen the same way."""
+    from kernel_ports.facts import Location
+    from kernel_ports.frontend.device.alternatives import conditional_bodies
+
+    data = _data(by_path, fc.loc.path)
+    if data is None or fc.source_literal is not None:
+        return []
+    names = _NAME_CHOICE.search(fc.name_text.strip())
+    out = []
+    for constant in fc.source_constants:
+        for i, (pieces, condition) in enumerate(conditional_bodies(fc.loc.path, data, constant, fc.loc.line)):
+            first = pieces[0]
+            out.append((f"{fc.loc.path}:{constant}[{condition}]", Location(first.path, first.line, first.column), pieces,
+                        names.group(i + 1) if names else kernel_name))
     return out
 
 

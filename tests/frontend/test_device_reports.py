@@ -160,3 +160,39 @@ def test_includes_outside_the_tree_are_refused():
     assert where == Location("src/k.h", 6, 1) and "absolute path" in message
     assert "outside the tree" in problem('#include "../../secret.h"\n')[0][1]
     assert "computed include" in problem("#include KERNEL_HEADER\n")[0][1]
+
+
+def test_launcher_guards_name_the_values_a_constant_takes():
+    from kernel_ports.frontend.device.guards import guard_values
+
+    src = b"""
+int launch(int dim, int bits, int other) {
+  if (dim != 64 && dim != 128) throw 1;
+  switch (bits) { case 4: break; case 8: break; }
+  int k = run(dim, bits, other);
+  if (dim == 256) return 0;
+  return k;
+}
+"""
+    got = guard_values(src, 5, {"dim", "bits", "other"})
+    assert got["dim"] == (64, 128) and sorted(got["bits"]) == [4, 8] and "other" not in got
+
+
+def test_body_chosen_by_a_condition_is_two_bodies_at_their_own_lines():
+    from kernel_ports.frontend.device.alternatives import conditional_bodies
+
+    src = b'''void probe(bool far) {
+  const std::string body = far
+      ? "  out[0] = inp[1 << 20];\\n"
+        "  out[1] = 0.0f;\\n"
+      : R"(
+  out[0] = inp[0];
+)";
+  auto k = fast::hip_kernel("p", {"inp"}, {"out"}, body);
+}
+'''
+    (first, cond), (second, other) = conditional_bodies("a.cpp", src, "body", 8)
+    assert cond == "far" and other == "!(far)"
+    assert [(p.line, p.column, p.raw) for p in first] == [(3, 10, False), (4, 10, False)]
+    assert first[0].text == "  out[0] = inp[1 << 20];\n"
+    assert (second[0].line, second[0].raw, second[0].text) == (5, True, "\n  out[0] = inp[0];\n")
