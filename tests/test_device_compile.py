@@ -38,6 +38,21 @@ def at(result, code, path, line=None):
     return [f for f in result.findings if f.rule == code and f.path == path and (line is None or f.line == line)]
 
 
+def caught(copy, result, code, path, tag, *words):
+    """The finding of ``code`` on the line holding ``tag`` (anywhere in ``path`` when tag is None), its message
+    naming every word."""
+    found = at(result, code, path, copy.line_of(path, tag) if tag else None)
+    assert found and all(w in found[0].message for w in words), describe(result)
+    return found[0]
+
+
+def caught_from_ir(result, path, intrinsic):
+    """KP502 from the device IR where the text scan (KP105) saw nothing."""
+    assert not at(result, "KP105", path), describe(result)
+    found = at(result, "KP502", path)
+    assert found and intrinsic in found[0].message and "KP105 is quiet" in found[0].message, describe(result)
+
+
 def builds(result, body_file):
     return [b for b in result.index.device_builds if b.loc.path == body_file]
 
@@ -114,26 +129,33 @@ def test_kp501_typo_at_the_body_line_with_the_compiler_message(broken):
 
 
 @needs_hipcc
-def test_kp501_cuda_type_left_in_a_hip_body(broken):
-    copy, result = broken
-    found = at(result, "KP501", NORM_HIP, copy.line_of(NORM_HIP, "t:nv"))
-    assert found and "__nv_bfloat16" in found[0].message, describe(result)
-
-
-@needs_hipcc
 def test_kp502_wavefront_guard_in_an_any_wave_body(broken):
     copy, result = broken
-    found = at(result, "KP502", KV_HIP, copy.line_of(KV_HIP, "#error this body"))
-    assert found and "wavefront guard" in found[0].message and "gfx90a" in found[0].message, describe(result)
+    caught(copy, result, "KP502", KV_HIP, "#error this body", "wavefront guard", "gfx90a")
     assert not at(result, "KP501", KV_HIP), "it builds for 32 lanes"
 
 
+# (copy, code, file, text on the finding's line, words its message names)
+AT_THEIR_LINE = [
+    ("broken", "KP501", NORM_HIP, "t:nv", ("__nv_bfloat16",)),
+    ("launches", "KP501", SWIGLU_HIP, "if (i >= SIZE)", ("SIZE",)),
+    ("launches", "KP501", KV_HIP, "t:shape", ("offset_shape",)),
+]
+FROM_THE_IR = [("broken", ROPE_HIP, "ds.swizzle"), ("launches", ROPE_HIP, "ds.bpermute")]
+
+
 @needs_hipcc
-def test_kp502_lane_op_through_a_header_helper_from_the_ir(broken):
-    copy, result = broken
-    assert not at(result, "KP105", ROPE_HIP), describe(result)
-    found = at(result, "KP502", ROPE_HIP)
-    assert found and "ds.swizzle" in found[0].message and "KP105 is quiet" in found[0].message, describe(result)
+@pytest.mark.parametrize("copy_name, code, path, tag, words", AT_THEIR_LINE, ids=lambda v: str(v))
+def test_negative_control_at_its_line(request, copy_name, code, path, tag, words):
+    copy, result = request.getfixturevalue(copy_name)
+    caught(copy, result, code, path, tag, *words)
+
+
+@needs_hipcc
+@pytest.mark.parametrize("copy_name, path, intrinsic", FROM_THE_IR, ids=("header-helper", "token-pasting"))
+def test_lane_op_hidden_from_the_text_is_kp502_from_the_ir(request, copy_name, path, intrinsic):
+    _, result = request.getfixturevalue(copy_name)
+    caught_from_ir(result, path, intrinsic)
 
 
 LAUNCHES = (
@@ -155,28 +177,6 @@ LAUNCHES = (
 @pytest.fixture(scope="module")
 def launches(tmp_path_factory, kp_cache):
     return device_check(tmp_path_factory, kp_cache, "device-launches", LAUNCHES)
-
-
-@needs_hipcc
-def test_kp501_template_constant_dropped_from_the_launch(launches):
-    copy, result = launches
-    found = at(result, "KP501", SWIGLU_HIP, copy.line_of(SWIGLU_HIP, "if (i >= SIZE)"))
-    assert found and "SIZE" in found[0].message, describe(result)
-
-
-@needs_hipcc
-def test_kp501_renamed_input_whose_old_shape_the_body_reads(launches):
-    copy, result = launches
-    found = at(result, "KP501", KV_HIP, copy.line_of(KV_HIP, "t:shape"))
-    assert found and "offset_shape" in found[0].message, describe(result)
-
-
-@needs_hipcc
-def test_kp502_token_pasted_shuffle_from_the_ir(launches):
-    copy, result = launches
-    assert not at(result, "KP105", ROPE_HIP), describe(result)
-    found = at(result, "KP502", ROPE_HIP)
-    assert found and "ds.bpermute" in found[0].message and "KP105 is quiet" in found[0].message, describe(result)
 
 
 @needs_hipcc
@@ -222,3 +222,13 @@ def test_registry_asking_without_a_compiler_is_a_note_not_a_silent_pass(tmp_path
     result = analyze(registry, Options(use_cache=False))
     assert any("did not run" in n and DEBIAN_PACKAGES in n for n in result.summary["notes"])
     assert "KP501" not in result.summary["rules_run"]
+
+
+@needs_hipcc
+def test_second_check_reads_every_build_from_the_cache(clean, kp_cache):
+    copy, first = clean
+    registry = load_registry(copy.registry_path, root_override=str(copy.root))
+    again = analyze(registry, Options(jobs=2, use_cache=True, cache_dir=str(kp_cache), device_compile="rocm"))
+    assert again.summary["device"]["compiles"] == 0
+    assert again.summary["device"]["cached"] == first.summary["device"]["compiles"] + first.summary["device"]["cached"]
+    assert [b.sgprs for b in again.index.device_builds] == [b.sgprs for b in first.index.device_builds]

@@ -54,7 +54,8 @@ def guard_values(data: bytes, line: int, variables: set) -> dict:
         elif n.type == "switch_statement":
             cond = n.child_by_field_name("condition")
             ident = cond.named_children[0] if cond is not None and cond.named_children else None
-            cases = [c for c in _descendants(n) if c.type == "case_statement"]
+            body = n.child_by_field_name("body")
+            cases = [c for c in (body.named_children if body is not None else ()) if c.type == "case_statement"]
             pairs = [(ident, c.child_by_field_name("value")) for c in cases]
         for var, value in pairs:
             v = _integer(value)
@@ -64,10 +65,3 @@ def guard_values(data: bytes, line: int, variables: set) -> dict:
                     out[name].append(v)
     return {k: tuple(v) for k, v in out.items()}
 
-
-def _descendants(node):
-    stack = list(node.named_children)
-    while stack:
-        n = stack.pop()
-        yield n
-        stack.extend(n.named_children)
