@@ -18,7 +18,7 @@ from pathlib import Path
 from kernel_ports import limits as limits_mod
 from kernel_ports.facts import DeviceBuild, Location
 from kernel_ports.frontend.device import compiler as driver, reports, source
-from kernel_ports.frontend.device.model import CompileOutcome, VariantOutcome
+from kernel_ports.frontend.device.build_model import CompileOutcome, VariantOutcome
 
 WAVEFRONT = {"gfx90a": 64, "gfx908": 64, "gfx906": 64, "gfx900": 64, "gfx940": 64, "gfx941": 64, "gfx942": 64}
 

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from kernel_ports.frontend.device.model import BodyBuild, Piece, Variant
+from kernel_ports.frontend.device.build_model import BodyBuild, Piece, Variant
 
 ACTIVATION_DTYPES = ("float32", "float16", "bfloat16")
 GUESSED_INTS = ("128", "256")  # tried in turn for an integer constant nothing states

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from kernel_ports.facts import Location
 from kernel_ports.frontend.device import reports, source
-from kernel_ports.frontend.device.model import BodyBuild, Piece, Variant
+from kernel_ports.frontend.device.build_model import BodyBuild, Piece, Variant
 from kernel_ports.index.device_plan import body_integer_inputs, include_problem
 
 BODY = Piece(path="src/k_hip.h", line=7, column=40, text="\n  const int i = threadIdx.x;\n  out[i] = x[i] * x_shape[0];\n", raw=True)

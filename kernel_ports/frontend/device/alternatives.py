@@ -6,7 +6,7 @@ between string literals (a branch that is not only literals leaves the choice un
 from __future__ import annotations
 
 from kernel_ports.frontend import witness
-from kernel_ports.frontend.device.model import Piece
+from kernel_ports.frontend.device.build_model import Piece
 
 
 def _pieces(path: str, node) -> tuple | None:

@@ -22,7 +22,7 @@ import re
 import networkx as nx
 
 from kernel_ports.frontend.device import source
-from kernel_ports.frontend.device.model import Diagnostic, KernelUsage
+from kernel_ports.frontend.device.build_model import Diagnostic, KernelUsage
 
 _DIAG = re.compile(r"^(?P<file>.+?):(?P<line>\d+):(?P<col>\d+): (?P<sev>fatal error|error): (?P<msg>.*)$", re.M)
 _REMARK = re.compile(r"^remark: .*?: \s*(?P<key>[A-Za-z][A-Za-z ]*[A-Za-z](?: \[[^\]]+\])?): (?P<value>\S+) "

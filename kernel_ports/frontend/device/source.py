@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from kernel_ports.frontend.device.model import BodyBuild, Piece, Variant
+from kernel_ports.frontend.device.build_model import BodyBuild, Piece, Variant
 
 DEFAULT_HEADER_TAG = "<rocm-jit-default-header>"
 WRAPPER_TAG = "<kernel-signature>"
