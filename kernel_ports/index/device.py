@@ -10,6 +10,7 @@ path and version, the target, the flags and this front end's code, so it is read
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +29,7 @@ def wavefront_of(target: str) -> int:
     return WAVEFRONT.get(target, 64 if target.startswith("gfx9") else 32)
 
 
+@functools.lru_cache(maxsize=1)
 def _code_digest() -> str:
     here = Path(__file__).resolve().parent.parent
     h = hashlib.sha256()
@@ -123,7 +125,7 @@ def build_device(index, registry, by_path: dict, resolve, compiler, targets: tup
 
     start = time.monotonic()
     budget = limits_mod.Limits.of(registry)
-    planned = plan_bodies(index, registry, by_path, resolve)
+    planned = plan_bodies(index, registry, by_path, resolve, cache)
     work, outcomes, cached = [], {}, 0
     for p in planned:
         for t in targets:

@@ -177,21 +177,18 @@ def _guess(entry, g: int) -> str:
     return GUESSED_INTS[g % len(GUESSED_INTS)]
 
 
-def _guarded(inv, entries: list, assume: dict, by_path: dict) -> dict:
+def _guarded(inv, entries: list, assume: dict, reads) -> dict:
     """template constant -> the values the launcher's guards name for the variable it is given."""
-    from kernel_ports.frontend.device.guards import guard_values
-
     wanted = {e.value_text.strip(): e.name for e in entries
               if not e.is_dtype and e.value is None and e.name not in assume and e.value_text.strip().isidentifier()}
-    data = _data(by_path, inv.loc.path) if inv is not None and wanted else None
-    if data is None:
+    if inv is None or not wanted:
         return {}
-    return {wanted[v]: tuple(str(x) for x in got) for v, got in guard_values(data, inv.loc.line, set(wanted)).items()}
+    return {wanted[v]: tuple(str(x) for x in got) for v, got in reads.guards(inv.loc.path, inv.loc.line, set(wanted)).items()}
 
 
-def _variants_of_launch(inv, names: tuple, outputs: tuple, assume: dict, integer_inputs: dict, by_path: dict) -> list:
+def _variants_of_launch(inv, names: tuple, outputs: tuple, assume: dict, integer_inputs: dict, reads) -> list:
     entries = [e for e in (inv.template_args if inv is not None else ()) if e.name]
-    guarded = _guarded(inv, entries, assume, by_path)
+    guarded = _guarded(inv, entries, assume, reads)
     unknown = [e.name for e in entries if not e.is_dtype and e.value is None and e.name not in assume and e.name not in guarded]
     rounds = max([len(GUESSED_INTS) if unknown else 1] + [len(v) for v in guarded.values()])
     dtype_constant = any(e.is_dtype and e.value for e in entries)
@@ -220,12 +217,12 @@ def _variants_of_launch(inv, names: tuple, outputs: tuple, assume: dict, integer
     return out
 
 
-def variants(invocations: list, names: tuple, outputs: tuple, assume: dict, source_text: str = "", by_path=None) -> tuple:
+def variants(invocations: list, names: tuple, outputs: tuple, assume: dict, source_text: str = "", reads=None) -> tuple:
     """Every distinct variant the launches allow, in a stable order."""
     out = []
     integer_inputs = body_integer_inputs(source_text, names)
     for inv in invocations or [None]:
-        for v in _variants_of_launch(inv, names, outputs, assume, integer_inputs, by_path or {}):
+        for v in _variants_of_launch(inv, names, outputs, assume, integer_inputs, reads or TreeReads({})):
             if v not in out:
                 out.append(v)
     return tuple(out)
@@ -267,9 +264,10 @@ def include_problem(pieces: tuple, root, resolve) -> tuple:
     return None, tuple(dict.fromkeys(dirs))
 
 
-def plan_bodies(index, registry, by_path: dict, resolve) -> list:
+def plan_bodies(index, registry, by_path: dict, resolve, cache=None) -> list:
     """A PlannedBody for each HIP body a ROCm factory call compiles."""
     out = []
+    reads = TreeReads(by_path, cache)
     kernels_by_table = {k.table.split("::")[-1]: k for k in registry.kernels}
     for fc in sorted((f for f in index.factory_calls if f.backend == "rocm"), key=lambda f: str(f.loc)):
         compiled = index.compiled_bodies.get(str(fc.loc))
@@ -287,12 +285,12 @@ def plan_bodies(index, registry, by_path: dict, resolve) -> list:
         names, outputs = fc.input_names or (), fc.output_names or ()
         kernel_name = fc.kernel_name or re.sub(r"\W+", "_", fc.name_text)[:60] or "kernel"
         bodies = [(f"{h.loc.path}:{h.name}", h.loc, _pieces_of(h, _data(by_path, h.loc.path)), kernel_name)
-                  for h in sources] or _chosen_bodies(fc, by_path, kernel_name)
+                  for h in sources] or _chosen_bodies(fc, reads, kernel_name)
         for body, loc, pieces, name in bodies:
             text = "".join(p.text for p in pieces)
             build = BodyBuild(body=body, kernel_name=name, input_names=tuple(names), output_names=tuple(outputs),
                               source=pieces, header=header,
-                              variants=variants(invocations, tuple(names), tuple(outputs), assume, text, by_path))
+                              variants=variants(invocations, tuple(names), tuple(outputs), assume, text, reads))
             refusal, dirs = include_problem(pieces + header, registry.root, resolve)
             out.append(PlannedBody(build=build, body_loc=loc, factory_call=str(fc.loc), tables=tables,
                                    include_dirs=dirs, refusal=refusal))
@@ -302,19 +300,17 @@ def plan_bodies(index, registry, by_path: dict, resolve) -> list:
 _NAME_CHOICE = re.compile(r'\?\s*"([^"\\]*)"\s*:\s*"([^"\\]*)"\s*$')
 
 
-def _chosen_bodies(fc, by_path: dict, kernel_name: str) -> list:
+def _chosen_bodies(fc, reads, kernel_name: str) -> list:
     """The branches of a local chosen by a condition (frontend/device/alternatives.py), each a body, with the
     kernel name of the same branch when the name is chosen the same way."""
     from kernel_ports.facts import Location
-    from kernel_ports.frontend.device.alternatives import conditional_bodies
 
-    data = _data(by_path, fc.loc.path)
-    if data is None or fc.source_literal is not None:
+    if fc.source_literal is not None:
         return []
     names = _NAME_CHOICE.search(fc.name_text.strip())
     out = []
     for constant in fc.source_constants:
-        for i, (pieces, condition) in enumerate(conditional_bodies(fc.loc.path, data, constant, fc.loc.line)):
+        for i, (pieces, condition) in enumerate(reads.choices(fc.loc.path, constant, fc.loc.line)):
             first = pieces[0]
             out.append((f"{fc.loc.path}:{constant}[{condition}]", Location(first.path, first.line, first.column), pieces,
                         names.group(i + 1) if names else kernel_name))
@@ -324,3 +320,38 @@ def _chosen_bodies(fc, by_path: dict, kernel_name: str) -> list:
 def _data(by_path: dict, path: str):
     f = by_path.get(path)
     return getattr(f, "data", None) if f is not None else None
+
+
+class TreeReads:
+    """What tree-sitter reads for the plan (a launcher's guards, a body chosen by a condition), kept per file
+    content and question in the cache, as data: a warm check parses no file again."""
+
+    def __init__(self, by_path: dict, cache=None):
+        self.by_path = by_path
+        self.cache = cache
+
+    def _answer(self, path: str, question: tuple, ask, empty):
+        data = _data(self.by_path, path)
+        if data is None:
+            return empty
+        import hashlib
+
+        key = hashlib.sha256(repr(("device-plan-read", question, hashlib.sha256(data).hexdigest())).encode()).hexdigest()
+        got = self.cache.get(key) if self.cache is not None else None
+        if got is None:
+            got = ask(data)
+            if self.cache is not None:
+                self.cache.put(key, got)
+        return got
+
+    def guards(self, path: str, line: int, variables: set) -> dict:
+        from kernel_ports.frontend.device.guards import guard_values
+
+        got = self._answer(path, ("guards", line, tuple(sorted(variables))), lambda d: guard_values(d, line, variables), {})
+        return got if isinstance(got, dict) else {}
+
+    def choices(self, path: str, name: str, line: int) -> list:
+        from kernel_ports.frontend.device.alternatives import conditional_bodies
+
+        got = self._answer(path, ("choices", name, line), lambda d: conditional_bodies(path, d, name, line), [])
+        return [tuple(x) for x in got] if isinstance(got, list) else []
