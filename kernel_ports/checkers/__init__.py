@@ -1,36 +1,15 @@
 """Rules. Each rule module holds small classes that visit facts and report.
 
 A rule never parses: it reads `Context` (the registry and the project index)
-and yields `Finding`s. Every rule is listed once, in `ALL_RULES`.
+and yields `Finding`s. Every rule is listed once, in `ALL_RULES`; a rule module
+imports `Context` and `Rule` from :mod:`.base`, never this list it is in.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from kernel_ports.checkers.base import Context, Rule
 
-
-@dataclass
-class Context:
-    registry: object  # kernel_ports.registry.model.Registry
-    index: object  # kernel_ports.index.ProjectIndex
-    scope: object  # kernel_ports.scope.Scope
-    _derived: dict = field(default_factory=dict, repr=False)
-
-    def derived(self, name: str, build):
-        """A value several rules read (the port surface, the rule scope),
-        built once per check."""
-        if name not in self._derived:
-            self._derived[name] = build()
-        return self._derived[name]
-
-
-class Rule:
-    """A rule reports one or more codes; `check` yields findings."""
-
-    codes: tuple[str, ...] = ()
-
-    def check(self, ctx: Context):
-        raise NotImplementedError
+__all__ = ["ALL_RULES", "Context", "Rule", "all_rules"]
 
 
 def all_rules() -> list[Rule]:
@@ -79,7 +58,7 @@ def _registered() -> list[type[Rule]]:
 
 
 class _Rules(list):
-    """Filled on first use, so rule modules can import this package freely."""
+    """Filled on first use: importing the package (for `Context`, `all_rules`) imports no rule module."""
 
     def __iter__(self):
         if not len(self):

@@ -3,7 +3,7 @@ constructs the syntactic witness saw that Clang lost or could not type."""
 
 from __future__ import annotations
 
-from kernel_ports.checkers import Context, Rule
+from kernel_ports.checkers.base import Context, Rule
 from kernel_ports.facts import DAMAGED_TABLE
 from kernel_ports.findings import Finding
 from kernel_ports.frontend.isolation import WALK_FAILURE

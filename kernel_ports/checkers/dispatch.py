@@ -14,7 +14,7 @@ import dataclasses
 
 import networkx as nx
 
-from kernel_ports.checkers import Context, Rule
+from kernel_ports.checkers.base import Context, Rule
 from kernel_ports.checkers.lane_ops import find_lane_ops, lane_op_patterns
 from kernel_ports.findings import Finding
 from kernel_ports.scope import matches
