@@ -134,8 +134,8 @@ def _load(args):
         raise UsageError("kernel-ports: no registry.yaml in the current directory; pass --registry FILE (or run `kernel-ports init`)")
     validated = None
     if not getattr(args, "no_cache", False):
-        from kernel_ports.cachefmt import CACHE_SUBDIR
-        from kernel_ports.checkcache import cache_dir_of
+        from kernel_ports.cache.format import CACHE_SUBDIR
+        from kernel_ports.cache.check_entry import cache_dir_of
 
         validated = cache_dir_of(args) / CACHE_SUBDIR / "registry"
     registry = load_registry(registry_path, args.root, validated_dir=validated)
@@ -188,7 +188,7 @@ def write_output(text: str, output: str | None) -> None:
 
 
 def cmd_check(args) -> int:
-    from kernel_ports import checkcache
+    from kernel_ports.cache import check_entry as checkcache
     from kernel_ports.findings import Policy, SelectionError, parse_selection
 
     try:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Optional
 
 from kernel_ports import scope
 from kernel_ports.frontend import focus, witness as wit
-from kernel_ports.index.cache import FRONTEND_VERSION, definitions_key, sha
+from kernel_ports.cache.units import FRONTEND_VERSION, definitions_key, sha
 from kernel_ports.index.scan import witness_key
 from kernel_ports.registry.model import define_name
 

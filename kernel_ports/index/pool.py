@@ -18,7 +18,7 @@ from pathlib import Path
 
 from kernel_ports import limits
 from kernel_ports.frontend import clang
-from kernel_ports.index.cache import store_parse
+from kernel_ports.cache.units import store_parse
 
 
 def _worker_main(conn, memory_mib=0, log_path=None, cache=None, hashes=None):

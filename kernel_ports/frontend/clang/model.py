@@ -1,7 +1,7 @@
 """What one parse of a translation unit takes and gives: the job, the registry names it needs, the raw facts.
 
 :class:`ParseJob` and :class:`Conventions` go to a parser worker; :class:`TUResult`
-comes back, picklable and cacheable (``kernel_ports.cachefmt`` names these classes
+comes back, picklable and cacheable (``kernel_ports.cache.format`` names these classes
 ``model.<Class>``), with the facts whose evidence is local to the unit and the
 per-function summaries (:class:`FunctionInfo`, :class:`CallEdge` with the
 :class:`Guard` they sit under) that :mod:`kernel_ports.index` joins across units.
