@@ -144,7 +144,7 @@ def _load(args):
 
 
 def _limit_overrides(args) -> dict:
-    from kernel_ports.limits import parse_overrides
+    from kernel_ports.scope.limits import parse_overrides
 
     try:
         return parse_overrides(getattr(args, "limit", ()))
@@ -482,7 +482,7 @@ def _registry_error(exc) -> bool:
 
 
 def main(argv=None) -> int:
-    from kernel_ports.limits import InputError
+    from kernel_ports.scope.limits import InputError
 
     try:
         argv = sys.argv[1:] if argv is None else list(argv)

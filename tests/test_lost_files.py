@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernel_ports import limits
+from kernel_ports.scope import limits
 
 VERDICT = "; no rule could judge it, so the check fails closed until it can be analyzed"
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import tree_sitter_cpp
 from tree_sitter import Language, Parser
 
-from kernel_ports.limits import bounded_parser
+from kernel_ports.scope.limits import bounded_parser
 
 _LANGUAGE = Language(tree_sitter_cpp.language())
 

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from kernel_ports import limits, scope
+from kernel_ports import scope
+from kernel_ports.scope import limits
 from kernel_ports.cache import format as cachefmt
 from kernel_ports.facts import ParseQuality
 from kernel_ports.frontend import clang, headers, witness as wit

@@ -33,7 +33,7 @@ def load_compile_commands(path: Optional[Path], root: Path) -> dict:
     """relative path -> extra flags (-I/-D/-U/-include/-std/-isystem only) from compile_commands.json."""
     if path is None:
         return {}
-    from kernel_ports.compile_db import load_entries
+    from kernel_ports.scope.compile_db import load_entries
 
     out = {}
     for directory, f, argv in load_entries(path):  # bounded and type-checked: the file is the pull request's

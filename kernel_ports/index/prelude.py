@@ -15,7 +15,8 @@ import sys
 import time
 from pathlib import Path
 
-from kernel_ports import limits, scope
+from kernel_ports import scope
+from kernel_ports.scope import limits
 from kernel_ports.cache import format as cachefmt
 from kernel_ports.frontend import clang, headers
 from kernel_ports.cache.units import FileCache, dir_key

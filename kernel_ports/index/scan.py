@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from kernel_ports import limits
+from kernel_ports.scope import limits
 from kernel_ports.frontend import rust, witness as wit
 from kernel_ports.cache.units import FRONTEND_VERSION, definitions_key, sha
 
