@@ -50,7 +50,7 @@ def add_exemptions(text: str, entries: list) -> str:
     from ruamel.yaml.comments import CommentedMap, CommentedSeq
     from ruamel.yaml.scalarstring import DoubleQuotedScalarString as DQ
 
-    from kernel_ports.yaml_roundtrip import as_block_list, round_trip_yaml
+    from kernel_ports.registry.roundtrip import as_block_list, round_trip_yaml
 
     y = round_trip_yaml(text)
     doc = y.load(text)

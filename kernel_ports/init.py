@@ -3,7 +3,7 @@
 `initial_registry` builds an in-memory registry from defaults (SPEC §2/§4)
 and the command-line flags, so no file is needed; `build_init` runs scope,
 build inference and the index on it and renders a complete registry
-(`kernel_ports.registry_text`): every port table as a kernel, the launcher
+(`kernel_ports.registry.text`): every port table as a kernel, the launcher
 files, and the helper files and test-seam files it can infer. What the code
 declares is read from `kernel_ports.surface`, the module the drift rules
 (KP301–KP306) judge with, so a registry `init` writes is one they accept.
@@ -24,7 +24,7 @@ from kernel_ports.registry.model import (
     TestSeam,
     root_path_problem,
 )
-from kernel_ports.registry_text import render_registry
+from kernel_ports.registry.text import render_registry
 from kernel_ports.surface import code_surface, kernel_entry, unique_names
 from kernel_ports.sync import SyncError
 
