@@ -254,7 +254,7 @@ def _index(args):
 
 
 def cmd_matrix(args) -> int:
-    from kernel_ports.coverage import matrix_rows, render_matrix
+    from kernel_ports.commands.coverage import matrix_rows, render_matrix
 
     if args.link_template is not None and (args.format != "html" or "{path}" not in args.link_template):
         raise UsageError("kernel-ports: --link-template needs --format html and a {path} (and optionally {line}) in the URL")
@@ -266,8 +266,8 @@ def cmd_matrix(args) -> int:
 
 
 def _dashboard(args) -> int:
-    from kernel_ports.coverage import matrix_rows, rocm_checklist
-    from kernel_ports.dashboard import render_dashboard
+    from kernel_ports.commands.coverage import matrix_rows, rocm_checklist
+    from kernel_ports.commands.dashboard import render_dashboard
     from kernel_ports.findings import Policy
     from kernel_ports.project import analyze
 
@@ -282,7 +282,7 @@ def _dashboard(args) -> int:
 
 
 def cmd_status(args) -> int:
-    from kernel_ports.coverage import render_checklist, rocm_checklist
+    from kernel_ports.commands.coverage import render_checklist, rocm_checklist
     from kernel_ports.findings import Policy
     from kernel_ports.project import analyze
 
@@ -295,8 +295,8 @@ def cmd_status(args) -> int:
 
 
 def cmd_port(args) -> int:
-    from kernel_ports.port.apply import run_port, write_port
-    from kernel_ports.port.generate import PortError
+    from kernel_ports.commands.port.apply import run_port, write_port
+    from kernel_ports.commands.port.generate import PortError
 
     _check_run_args(args)
     registry = _load(args)
@@ -322,8 +322,8 @@ def _check_baseline_args(args) -> None:
 
 
 def cmd_init(args) -> int:
-    from kernel_ports.init import InitOptions, build_init
-    from kernel_ports.sync import SyncError, write_atomically
+    from kernel_ports.commands.init import InitOptions, build_init
+    from kernel_ports.commands.sync import SyncError, write_atomically
 
     _check_run_args(args)
     _check_baseline_args(args)
@@ -345,7 +345,7 @@ def cmd_init(args) -> int:
         backend_queries=tuple(args.backend_query))
     import tempfile
 
-    from kernel_ports.adopt import check_written, default_tracking
+    from kernel_ports.commands.adopt import check_written, default_tracking
 
     # --no-cache: nothing from an earlier run is read, but the check init runs reuses init's own parses
     with tempfile.TemporaryDirectory(prefix="kernel-ports-init-") as private:
@@ -374,7 +374,7 @@ def cmd_init(args) -> int:
 def cmd_sync(args) -> int:
     from kernel_ports.project import build_project_index
     from kernel_ports.scope import resolve_scope
-    from kernel_ports.sync import SyncError, compute_sync, validate_text, write_atomically
+    from kernel_ports.commands.sync import SyncError, compute_sync, validate_text, write_atomically
 
     _check_run_args(args)
     _check_baseline_args(args)
@@ -412,9 +412,9 @@ def cmd_sync(args) -> int:
 
 
 def _sync_baseline(args, registry) -> int:
-    from kernel_ports.adopt import default_tracking, sync_baseline
+    from kernel_ports.commands.adopt import default_tracking, sync_baseline
     from kernel_ports.findings import Policy
-    from kernel_ports.sync import SyncError, validate_text, write_atomically
+    from kernel_ports.commands.sync import SyncError, validate_text, write_atomically
 
     old, new, added, unjudged = sync_baseline(registry, _options(args, Policy(severity=registry.severity)),
                                     args.tracking or default_tracking())
@@ -446,7 +446,7 @@ def _sync_baseline(args, registry) -> int:
 
 
 def cmd_explain(args) -> int:
-    from kernel_ports.explain import explain_text
+    from kernel_ports.checkers.explain import explain_text
     from kernel_ports.findings import RULES
 
     if not args.code:

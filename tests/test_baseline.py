@@ -111,7 +111,7 @@ def test_an_engine_without_port_tables_is_judged_and_adopts_with_one_init_baseli
 def test_unjudgeable_files_and_registry_findings_are_never_baselined(tmp_path):
     from types import SimpleNamespace
 
-    from kernel_ports.adopt import baseline_exemptions
+    from kernel_ports.commands.adopt import baseline_exemptions
     from kernel_ports.findings import Finding
 
     (tmp_path / "a.cpp").write_text("namespace n {\nstruct S {\n  void m() {\n    f();\n  }\n};\n}\n")

@@ -26,7 +26,7 @@ from kernel_ports.registry.model import (
 )
 from kernel_ports.registry.text import render_registry
 from kernel_ports.surface import code_surface, kernel_entry, unique_names
-from kernel_ports.sync import SyncError
+from kernel_ports.commands.sync import SyncError
 
 DEFAULT_SEAMS = ("set_rocm_port_warp_size_for_tests",)
 DEFAULT_SEAM_TESTS = ("tests/**", "**/*_tests.rs", "**/test_support/**")
