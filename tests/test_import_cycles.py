@@ -3,7 +3,8 @@
 A cycle through a function-level import works only as long as nobody moves the import up; it also says that two
 modules each need the other, so what both need belongs in the lower one. The graph is read from the source with
 ``ast``: every ``import`` and ``from ... import`` anywhere in a module (module level, functions, methods),
-absolute or relative, and ``from x import y`` is an edge to ``x.y`` when ``y`` is a submodule, else to ``x``. Importing
+absolute or relative, and ``from x import y`` is an edge to ``x.y`` when ``y`` is a submodule, else to ``x``; a module
+imported by name (``importlib.import_module``) is an edge too, read from the string that names it. Importing
 a submodule also runs its parent package's ``__init__``; that is not an edge: the parent runs to its end first and
 never back into the submodule, and a name the submodule takes from its parent is an explicit import, counted.
 
@@ -45,6 +46,17 @@ def _imported(node, base: str, modules: dict) -> list:
     return [f"{source}.{alias.name}" if f"{source}.{alias.name}" in modules else source for alias in node.names]
 
 
+def _named(text: str, name: str, is_package: bool, modules: dict) -> list:
+    """A module a string names, imported by name (``importlib.import_module``): the full dotted name of a module
+    of the package, or in a package's ``__init__`` the name of one of its submodules (the PEP 562 tables of the
+    names a package imports on first use)."""
+    if text in modules and "." in text:
+        return [text]
+    if is_package and f"{name}.{text}" in modules:
+        return [f"{name}.{text}"]
+    return []
+
+
 def import_graph(root: Path, package: str) -> nx.DiGraph:
     """Modules of ``package`` (its folder ``root``), an edge per module it imports, with the line of the first."""
     modules = module_files(root, package)
@@ -52,10 +64,16 @@ def import_graph(root: Path, package: str) -> nx.DiGraph:
     for name, (path, is_package) in modules.items():
         graph.add_node(name)
         base = name if is_package else name.rpartition(".")[0]
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
-            if not isinstance(node, (ast.Import, ast.ImportFrom)):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        prose = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr)}  # docstrings name, never import
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                targets = _imported(node, base, modules)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in prose:
+                targets = _named(node.value, name, is_package, modules)
+            else:
                 continue
-            for target in _imported(node, base, modules):
+            for target in targets:
                 while target and target not in modules:  # `import a.b.c` where c is a name in a.b: the module a.b
                     target = target.rpartition(".")[0]
                 if target and target != name and not graph.has_edge(name, target):
@@ -80,6 +98,9 @@ def test_no_import_cycle_between_the_packages_modules():
     # the walk saw the package: a module-level and a function-level import of it
     assert graph.has_edge("kernel_ports.project", "kernel_ports.checkers")
     assert graph.has_edge("kernel_ports.commands.check", "kernel_ports.project")
+    # and the modules imported by name: a package's first-use table, the cache format's dataclass modules
+    assert graph.has_edge("kernel_ports.index", "kernel_ports.index.build")
+    assert graph.has_edge("kernel_ports.cache.format", "kernel_ports.frontend.clang.model")
     cycles = import_cycles(PACKAGE, "kernel_ports")
     assert not cycles, "import cycles (move what both need to the lower module):\n" + "\n".join(cycles)
 
@@ -131,14 +152,27 @@ def test_a_cycle_between_a_package_and_its_submodule_is_reported(tmp_path):
         "planted.rules (planted/rules/__init__.py:6) -> planted.rules.family (planted/rules/family.py:1) -> planted.rules"]
 
 
+def test_a_cycle_through_a_module_imported_by_name_is_reported(tmp_path):
+    # a package that imports its names on first use (PEP 562), from a table of its submodules
+    root = _plant(tmp_path, {
+        "__init__.py": "",
+        "stage/__init__.py": ("import importlib\n\n_WHERE = {\"run\": \"core\"}\n\n\ndef __getattr__(name):\n"
+                              "    return getattr(importlib.import_module(f\"{__name__}.{_WHERE[name]}\"), name)\n"),
+        "stage/core.py": "def run():\n    from planted.stage import helper\n    return helper\n",
+    })
+    assert import_cycles(root, "planted") == [
+        "planted.stage (planted/stage/__init__.py:3) -> planted.stage.core (planted/stage/core.py:2) -> planted.stage"]
+
+
 def test_one_way_imports_are_quiet(tmp_path):
-    # a submodule's parent package, a name (not a module) taken from a package, and an import of the standard library
+    # a submodule's parent package, a name (not a module) taken from a package, an import of the standard library,
+    # a docstring and a string that name no module imported by name
     root = _plant(tmp_path, {
         "__init__.py": "",
         "rules/__init__.py": "from planted.rules.base import Rule\n\n\ndef all_rules():\n    from . import family\n    return family\n",
         "rules/base.py": "import os\n\n\nclass Rule:\n    pass\n",
         "rules/family.py": "from planted.rules.base import Rule\nfrom planted import low\n",
-        "low.py": "import json\n",
+        "low.py": '"""planted.rules"""\nimport json\n\nKIND = "planted.nowhere"\n',  # strings that import nothing
     })
     graph = import_graph(root, "planted")
     assert set(graph.edges) == {("planted.rules", "planted.rules.base"), ("planted.rules", "planted.rules.family"),
