@@ -101,9 +101,11 @@ class BackendTests(Extractor):
                     sk = self._sink(c, parents, ctx) or ("none", None)
                     sink_cache[id(site)] = sk
                 kind, target = sk
-                if kind in ("var", "field", "param") and target and target not in tainted:
-                    tainted[target] = (org[0], {"var": "local", "field": "member", "param": "parameter"}[kind])
-                    changed = True
+                if kind in ("var", "field", "param"):
+                    for t in target if isinstance(target, tuple) else (target,):
+                        if t and t not in tainted:
+                            tainted[t] = (org[0], {"var": "local", "field": "member", "param": "parameter"}[kind])
+                            changed = True
                 elif kind == "return" and ctx.slot is None and ctx.info.usr not in tainted_fns:
                     tainted_fns[ctx.info.usr] = org[0]
                     changed = True
@@ -164,6 +166,11 @@ class BackendTests(Extractor):
         p = par[-1]
         if p.kind == K.VAR_DECL:
             return "var", p.get_usr()
+        if p.kind == K.UNEXPOSED_DECL:
+            found = w.decomposition(p)
+            if found is not None and found[1] == node:  # `auto [kind, n] = ...`: every name holds a part of it
+                return "var", tuple(b.get_usr() for b in found[0])
+            return None
         if p.kind == K.RETURN_STMT:
             return "return", None
         if p.kind == K.BINARY_OPERATOR:

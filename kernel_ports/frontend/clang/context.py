@@ -103,6 +103,7 @@ class UnitContext:
         self.slot_lambdas: set = set()  # hashes of lambdas that are port-table slots
         self.seam_set = set(self.conv.seams)
         self.error_lines: dict = {}  # rel path -> [(line, message)] of Clang errors
+        self.bindings: set = set()  # usrs of the names a structured binding declares (read in prescan)
         # set by the backend-test phase (backend_tests.py) for the phases after it
         self.tainted: dict = {}  # decl usr -> (query, via): values derived from a backend query
         self.tainted_fns: dict = {}  # function usr -> query: functions returning such a value
@@ -256,6 +257,26 @@ class UnitContext:
             if ch.kind.is_expression() or ch.kind == K.INIT_LIST_EXPR:
                 return ch
         return None
+
+    def decomposition(self, c):
+        """(the names it binds, its initialiser) of a structured binding ``auto [a, b] = init;``, else None.
+
+        libclang 18 exposes the DecompositionDecl and each BindingDecl as unexposed declarations: the
+        decomposition's children are its bindings (unexposed declarations without children) and the initialiser."""
+        K = self.K
+        if c.kind != K.UNEXPOSED_DECL:
+            return None
+        names, init = [], None
+        for ch in c.get_children():
+            if ch.kind == K.UNEXPOSED_DECL:
+                names.append(ch)
+            elif ch.kind.is_expression() or ch.kind == K.INIT_LIST_EXPR:
+                init = ch
+        return (names, init) if names and init is not None else None
+
+    def is_binding(self, r) -> bool:
+        """``r`` is a name a structured binding of this unit declares (a use of it reads the initialiser's value)."""
+        return r.kind == self.K.UNEXPOSED_DECL and r.get_usr() in self.bindings
 
     def has_throw(self, s) -> bool:
         """The branch throws at its top level (a refusal), not somewhere nested."""
