@@ -21,14 +21,14 @@ from tests.mutate import ENGINE, Copy, Mutation
 TURBO = "src/lib/mlx-cpp/turbo/"
 ROPE, NORM, ACT = TURBO + "rope.cpp", TURBO + "fused_norm.cpp", TURBO + "activations.cpp"
 ROPE_DEBT = Mutation(ROPE, "  const int dims = x.shape(-1);\n",
-                     "  const int dims = x.shape(-1);\n  if (gpu_kernel_backend() == GpuKernelBackend::Cuda) { (void)dims; }\n")
+                     "  const int dims = x.shape(-1);\n  if (gpu_kernel_backend() == GpuKernelBackend::Cuda) { return x; }\n")
 NORM_DEBT = Mutation(NORM, "  const int n = x.shape(-1);\n",
-                     "  const int n = x.shape(-1);\n  if (gpu_kernel_backend() != GpuKernelBackend::Metal) { (void)n; }\n")
-NORM_FIXED = Mutation(NORM, "  if (gpu_kernel_backend() != GpuKernelBackend::Metal) { (void)n; }\n", "")
+                     "  const int n = x.shape(-1);\n  if (gpu_kernel_backend() != GpuKernelBackend::Metal) { return x; }\n")
+NORM_FIXED = Mutation(NORM, "  if (gpu_kernel_backend() != GpuKernelBackend::Metal) { return x; }\n", "")
 ROPE_MOVED = Mutation(ROPE, "namespace mlxcel {\n", "// a comment that moves every line below it\n\nnamespace mlxcel {\n")
 NEW_COMPARISON = Mutation(ACT, "  const int size = static_cast<int>(gate.size());\n",
                           "  const int size = static_cast<int>(gate.size());\n"
-                          "  if (gpu_kernel_backend() == GpuKernelBackend::Rocm) { (void)size; }  // new\n")
+                          "  if (gpu_kernel_backend() == GpuKernelBackend::Rocm) { return gate; }  // new\n")
 
 
 def kp(capsys, *argv):
