@@ -96,6 +96,7 @@ class Walk(UnitContext):
             raise TypeError(f"extractor methods for events the walk does not have: {unknown}")
         self.on = {event: tuple(handlers.get(event, ())) for event in EVENTS}
         self.unread_seen: set = set()  # (relpath, start, end offsets) of each body left unread
+        self.naming_kinds = frozenset({self.K.TYPE_REF, self.K.NAMESPACE_REF, self.K.TEMPLATE_REF})
 
     def close(self) -> None:
         """Drop the extractors and their handlers: each holds the walk, and a walk kept alive by that cycle would
@@ -558,9 +559,9 @@ class Walk(UnitContext):
         self._after_edge(c, ref, decl, edge, args, ctx, parents, loc)
 
     def _after_edge(self, c, ref, decl, edge, args, ctx, parents, loc):
-        if len(args) >= 9 and sum(1 for a in args if a.location.line != 0) == 9:
-            # a typed call with nine written arguments that is not a launch (a defaulted argument has no place: the
-            # witness counts what is written)
+        if len(args) >= 9 and sum(1 for a in args if a.location.line != 0 and a.kind not in self.naming_kinds) == 9:
+            # a typed call with nine written arguments that is not a launch, as the witness counts them: a defaulted
+            # argument has no place, and a constructor call's type name (`SomeRoPE(...)`) is no argument
             self.res.seen.add((loc.path, loc.line, "call9"))
         self.callers.setdefault(edge.callee_usr, []).append((ctx, c))
         for visit in self.on["visit_call"]:
