@@ -2,10 +2,9 @@
 a call operator declared in a header) is the typed call the witness saw, not a lost kernel invocation: the type
 name Clang lists among the call's children is no argument. In a launcher and in a header alike."""
 
-from helpers import files_under, make_registry, write_tree
+from helpers import index_tree, marker_line
 from snippets import PORTS_H
 
-from kernel_ports.index import build_index
 
 ROTARY_H = r'''#pragma once
 #include "eng/ports.h"
@@ -45,13 +44,11 @@ TREE = {"src/eng/ports.h": PORTS_H, "src/eng/rotary.h": ROTARY_H, "src/eng/block
 
 
 def _line(path, marker):
-    return next(i for i, line in enumerate(TREE[path].splitlines(), 1) if f"@{marker}" in line)
+    return marker_line(TREE[path], marker)
 
 
 def test_a_constructor_assigned_to_a_member_is_not_a_lost_invocation(tmp_path):
-    write_tree(tmp_path, TREE)
-    reg = make_registry(tmp_path, include_dirs=("src",))
-    idx = build_index(reg, files_under(reg.root), jobs=1, use_cache=False)
+    idx = index_tree(tmp_path, TREE)
     lost = {(u.loc.path, u.loc.line) for u in idx.unconfirmed}
     # negative control: the same shape naming a class Clang does not know is still a lost candidate
     assert ("src/eng/block.cpp", _line("src/eng/block.cpp", "lost")) in lost

@@ -1,11 +1,10 @@
 """A call of a name the bundled ROCm shim does not declare (a function of the ROCm fork's backend) is not a lost
 construct when it names no target construct: no KP902, and the parse notes say which fork names were missing."""
 
-from helpers import files_under, make_registry, write_tree
+from helpers import index_tree, marker_line
 from snippets import PORTS_H
 
 from kernel_ports import parse_summary
-from kernel_ports.index import build_index
 
 FORK_CPP = r'''#include "eng/ports.h"
 #include "mlx/backend/rocm/rocm.h"
@@ -31,13 +30,11 @@ TREE = {"src/eng/ports.h": PORTS_H, "src/eng/fork.cpp": FORK_CPP}
 
 
 def _line(marker):
-    return next(i for i, line in enumerate(FORK_CPP.splitlines(), 1) if f"@{marker}" in line)
+    return marker_line(FORK_CPP, marker)
 
 
 def test_fork_names_the_shim_lacks_are_noted_not_lost(tmp_path):
-    write_tree(tmp_path, TREE)
-    reg = make_registry(tmp_path, include_dirs=("src",))
-    idx = build_index(reg, files_under(reg.root), jobs=1, use_cache=False)
+    idx = index_tree(tmp_path, TREE)
     assert idx.headers.get("rocm_shim"), idx.headers  # judged with the shim (mlx-cpu has no mlx/backend/rocm)
     lost = {u.loc.line: u for u in idx.unconfirmed if u.loc.path == "src/eng/fork.cpp"}
     assert _line("fork") not in lost and _line("fork-two") not in lost, idx.unconfirmed

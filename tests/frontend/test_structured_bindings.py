@@ -4,10 +4,9 @@ from it is the launcher's), its names are locals whose value comes from that ini
 written arguments (a defaulted tenth has no place in the source) is the typed call the witness saw, in a
 launcher and in a header alike."""
 
-from helpers import files_under, make_registry, write_tree
+from helpers import index_tree, marker_line
 from snippets import PORTS_H
 
-from kernel_ports.index import build_index
 
 PAIR_H = r'''#pragma once
 #include <tuple>
@@ -63,13 +62,11 @@ TREE = {"src/eng/ports.h": PORTS_H, "src/eng/pair.h": PAIR_H, "src/eng/pair.cpp"
 
 
 def _line(path, marker):
-    return next(i for i, line in enumerate(TREE[path].splitlines(), 1) if f"@{marker}" in line)
+    return marker_line(TREE[path], marker)
 
 
 def _index(tmp_path):
-    write_tree(tmp_path, TREE)
-    reg = make_registry(tmp_path, include_dirs=("src",))
-    return build_index(reg, files_under(reg.root), jobs=1, use_cache=False)
+    return index_tree(tmp_path, TREE)
 
 
 def test_structured_bindings_are_read_through(tmp_path):
