@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kernel_ports import parse_summary
-from kernel_ports.checkers import Context, all_rules
+from kernel_ports.checkers import CONVENTION_CODES, Context, all_rules, convention_note, convention_waits
 from kernel_ports.findings import Finding, Policy, apply_policy
 from kernel_ports.scope import resolve_scope
 
@@ -56,16 +56,23 @@ def analyze(registry, options: Options | None = None) -> Result:
     ctx = Context(registry=registry, index=index, scope=scope)
     raw: list[Finding] = list(scope.findings)
     rules_run = []
+    policy = options.policy
+    waiting = [c for c in CONVENTION_CODES if policy.selected(c)] if convention_waits(registry, index) else []
+    if waiting:  # not run, and their exemptions are not stale
+        policy = replace(policy, ignore=tuple(policy.ignore) + tuple(waiting))
     for rule in all_rules():
-        wanted = [c for c in rule.codes if options.policy.selected(c)]
+        wanted = [c for c in rule.codes if policy.selected(c)]
         if not wanted:
             continue
         rules_run.extend(wanted)
         raw.extend(f for f in rule.check(ctx) if f.rule in rule.codes)
     # Exemptions are judged with the findings (KP401 stale, KP402 invalid).
-    rules_run.extend(c for c in ("KP401", "KP402") if options.policy.selected(c))
-    findings = apply_policy(annotate_symbols(raw, registry), registry, options.policy)
+    rules_run.extend(c for c in ("KP401", "KP402") if policy.selected(c))
+    findings = apply_policy(annotate_symbols(raw, registry), registry, policy)
     summary = make_summary(registry, scope, index, findings, sorted(set(rules_run)))
+    if waiting:
+        summary["convention_waits"] = waiting
+        summary["notes"] = [convention_note(waiting)] + summary.get("notes", [])
     return Result(findings, summary, index, scope)
 
 

@@ -184,6 +184,7 @@ def build_init(opts: InitOptions, jobs=2, use_cache=True, cache_dir=None) -> tup
     from kernel_ports.project import Options, build_project_index
     from kernel_ports.scope import resolve_scope
 
+    from kernel_ports.checkers import CONVENTION_CODES, convention_note, convention_waits
     from kernel_ports.frontend.witness import WitnessNames
     from kernel_ports.infer import infer_build, registry_comments, with_inferred
 
@@ -205,6 +206,8 @@ def build_init(opts: InitOptions, jobs=2, use_cache=True, cache_dir=None) -> tup
     if unanalyzable:
         notes.append(f"{len(unanalyzable)} file(s) could not be analyzed, so their tables are missing here: "
                      + ", ".join(unanalyzable[:5]) + (" ..." if len(unanalyzable) > 5 else ""))
+    if convention_waits(registry, index):
+        notes.append(convention_note(CONVENTION_CODES))
     if surface.unresolved_selectors:
         notes.append(f"{len(surface.unresolved_selectors)} select_kernel_port call(s) read a table that could not be "
                      "resolved; they are not listed under any kernel: "

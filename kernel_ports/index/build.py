@@ -99,7 +99,7 @@ def _index(run: _Run, parsing: Parsing, cpp_files: list) -> None:
     registry, root, index, cache, hashes, by_path = run.registry, run.root, run.index, run.cache, run.hashes, run.by_path
     names = wit.WitnessNames.from_registry(registry)
     conv = clang.Conventions.from_registry(registry)
-    rust_files = [f for f in run.files if f.path.endswith(".rs")]
+    rust_files = [f for f in run.files if f.path.lower().endswith(".rs")]
     index.files_scanned = [f.path for f in cpp_files + rust_files]
     names_key = sha(names.stable_repr().encode())[:16]
     seams = [s.name for s in registry.conventions.test_seams]

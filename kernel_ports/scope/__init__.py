@@ -37,7 +37,7 @@ class SourceFile:
 
     @property
     def language(self) -> str:
-        return "rust" if Path(self.path).suffix in RUST_SUFFIXES else "cpp"
+        return "rust" if Path(self.path).suffix.lower() in RUST_SUFFIXES else "cpp"
 
     @property
     def text(self) -> str:
@@ -67,7 +67,8 @@ def matches(path: str, patterns) -> bool:
 
 
 def is_source(path: str) -> bool:
-    suffix = Path(path).suffix
+    """A file the check reads, by its suffix in any case (`.C`, `.H`, `.CPP` are C++ as much as `.cpp`)."""
+    suffix = Path(path).suffix.lower()
     return suffix in CPP_SUFFIXES or suffix in RUST_SUFFIXES
 
 

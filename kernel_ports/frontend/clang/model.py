@@ -159,6 +159,7 @@ class TUResult:
     seam_calls: list = field(default_factory=list)
     seen: set = field(default_factory=set)  # (path, line, kind) confirmed typed constructs
     untyped: list = field(default_factory=list)  # (path, line, column, kind, name, reason)
+    shim_missing: list = field(default_factory=list)  # (path, line, qualified name): calls the ROCm shim cannot declare
     skipped: dict = field(default_factory=dict)  # path -> [(first_line, last_line)]
     first_errors: list = field(default_factory=list)  # the first Clang errors, "path:line: message"
     error_lines: dict = field(default_factory=dict)  # project path -> [(line, message)] of its Clang errors (capped)
