@@ -2,23 +2,20 @@
 
 Exit codes: 0 clean, 1 findings at error severity (or `sync --check` drift),
 2 usage, registry or internal error. Every error is one line on stderr.
+
+This module is the parser and the dispatcher: each command runs in its module under
+:mod:`kernel_ports.commands`, which judges what its arguments mean.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
-from pathlib import Path
 
 from kernel_ports import __version__
-
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-
-
-class UsageError(Exception):
-    """Bad input to the tool itself: one line, exit 2."""
+from kernel_ports.commands.check import CHECK_FORMATS, cmd_check
+from kernel_ports.commands.common import EXIT_ERROR, UsageError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -72,23 +69,6 @@ def _add_check(sub) -> None:
 def _device_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device-compile", choices=("rocm",), default=None,
                    help="also build every HIP body for its targets with hipcc (KP501/KP502, device_builds in facts)")
-
-
-def _device_compiler_present(args, registry) -> None:
-    """``--device-compile rocm`` with no HIP compiler: one line naming what to install (exit 2)."""
-    if getattr(args, "device_compile", None) is None:
-        return
-    from kernel_ports.frontend.device.compiler import CompilerMissing, find_compiler
-
-    from kernel_ports import cachefmt
-    from kernel_ports.index.cache import FileCache
-
-    setting = registry.compile.device_rocm.compiler if registry.compile.device_rocm else "auto"
-    where = Path(args.cache_dir) if getattr(args, "cache_dir", None) else cachefmt.default_cache_dir()
-    try:
-        find_compiler(setting, FileCache(None if getattr(args, "no_cache", False) else where))
-    except CompilerMissing as exc:
-        raise UsageError(f"kernel-ports: --device-compile rocm: {exc}") from None
 
 
 def _add_others(sub) -> None:
@@ -150,361 +130,21 @@ def _add_others(sub) -> None:
     explain.add_argument("code", nargs="?", help="a rule code; omit to list them all")
 
 
-def _load(args):
-    from kernel_ports.registry.load import load_registry
+def _command(name: str):
+    """The function that runs a command; its module is imported only when that command runs."""
+    if name == "check":
+        return cmd_check
+    if name in ("facts", "matrix", "status"):
+        from kernel_ports.commands import views
 
-    registry_path = args.registry or "registry.yaml"
-    if args.registry is None and not Path(registry_path).exists():
-        raise UsageError("kernel-ports: no registry.yaml in the current directory; pass --registry FILE (or run `kernel-ports init`)")
-    validated = None
-    if not getattr(args, "no_cache", False):
-        from kernel_ports.cachefmt import CACHE_SUBDIR
-        from kernel_ports.checkcache import cache_dir_of
+        return {"facts": views.cmd_facts, "matrix": views.cmd_matrix, "status": views.cmd_status}[name]
+    if name in ("init", "sync", "port"):
+        from kernel_ports.commands import writing
 
-        validated = cache_dir_of(args) / CACHE_SUBDIR / "registry"
-    registry = load_registry(registry_path, args.root, validated_dir=validated)
-    overrides = _limit_overrides(args)
-    return dataclasses.replace(registry, limits={**registry.limits, **overrides}) if overrides else registry
+        return {"init": writing.cmd_init, "sync": writing.cmd_sync, "port": writing.cmd_port}[name]
+    from kernel_ports.commands.explain import cmd_explain
 
-
-def _limit_overrides(args) -> dict:
-    from kernel_ports.limits import parse_overrides
-
-    try:
-        return parse_overrides(getattr(args, "limit", ()))
-    except ValueError as exc:
-        raise UsageError(f"kernel-ports: {exc}") from None
-
-
-def _check_run_args(args) -> None:
-    """Flag values that need no registry are judged before it is read."""
-    if args.jobs < 1:
-        raise UsageError("kernel-ports: --jobs must be at least 1")
-    _limit_overrides(args)
-    cc = args.compile_commands
-    if cc is not None and not Path(cc).is_file():
-        raise UsageError(f"kernel-ports: --compile-commands: no such file: {cc}")
-
-
-def _options(args, policy=None):
-    from kernel_ports.findings import Policy
-    from kernel_ports.project import Options
-
-    return Options(policy=policy or Policy(), jobs=args.jobs, use_cache=not args.no_cache, cache_dir=getattr(args, "cache_dir", None),
-                   compile_commands=args.compile_commands, device_compile=getattr(args, "device_compile", None))
-
-
-def write_output(text: str, output: str | None) -> None:
-    """stdout, or a file written atomically (never half a report)."""
-    if output is None:
-        sys.stdout.write(text)
-        return
-    import tempfile
-
-    target = Path(output)
-    try:
-        fd, tmp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".", prefix=f".{target.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, target)
-    except OSError as exc:
-        raise UsageError(f"kernel-ports: --output: cannot write {output}: {exc.strerror}") from None
-
-
-def cmd_check(args) -> int:
-    from kernel_ports import checkcache
-    from kernel_ports.findings import Policy, SelectionError, parse_selection
-
-    try:
-        select, ignore = parse_selection(args.select), parse_selection(args.ignore)
-    except SelectionError as exc:
-        raise UsageError(f"kernel-ports: {exc}") from None
-    _check_run_args(args)
-    extra = _also_outputs(args.also, args.output)
-    known = checkcache.lookup(args)  # every input unchanged since a check that answered: its answer
-    if known is not None:
-        findings, summary = known
-    else:
-        from kernel_ports.project import analyze
-
-        registry = _load(args)
-        _device_compiler_present(args, registry)
-        kernel_severity = {k.name: k.severity for k in registry.kernels if k.severity}
-        policy = Policy(select=select, ignore=ignore, severity=registry.severity, kernel_severity=kernel_severity)
-        result = analyze(registry, _options(args, policy))
-        if checkcache.store(args, registry, result) is False:
-            print(f"note: the cache folder {checkcache.cache_dir_of(args)} cannot be written: this check keeps nothing "
-                  "for the next one", file=sys.stderr)
-        findings, summary = result.findings, result.summary
-    from kernel_ports.reporters import FORMATS
-
-    for fmt, path in extra:
-        write_output(FORMATS[fmt](findings, summary), path)
-    write_output(FORMATS[args.format](findings, summary), args.output)
-    return EXIT_FINDINGS if summary["counts"]["error"] else EXIT_CLEAN
-
-
-CHECK_FORMATS = ("text", "json", "sarif", "github")
-
-
-def _also_outputs(items: list, output) -> list:
-    """``--also FORMAT=FILE`` values as (format, file), judged before anything runs."""
-    out = []
-    for item in items:
-        fmt, sep, path = item.partition("=")
-        if not sep or fmt not in CHECK_FORMATS or not path:
-            raise UsageError(f"kernel-ports: --also: expected FORMAT=FILE with FORMAT one of {', '.join(CHECK_FORMATS)}, got {item!r}")
-        out.append((fmt, path))
-    paths = [p for _, p in out] + ([output] if output else [])
-    if len(set(paths)) != len(paths):
-        raise UsageError("kernel-ports: --also: each report needs its own file")
-    return out
-
-
-def cmd_facts(args) -> int:
-    import json
-
-    _, index = _index(args)
-    write_output(json.dumps(index.to_json(), indent=2) + "\n", args.output)
-    return EXIT_CLEAN
-
-
-def _index(args):
-    from kernel_ports.project import build_project_index
-    from kernel_ports.scope import resolve_scope
-
-    _check_run_args(args)
-    registry = _load(args)
-    _device_compiler_present(args, registry)
-    scope = resolve_scope(registry)
-    options = _options(args)
-    index = build_project_index(registry, scope, options)
-    if options.device_compile is not None or registry.compile.device_rocm is not None:
-        from kernel_ports.index import device
-
-        device.run_for_check(registry, scope, index, options)
-    return registry, index
-
-
-def cmd_matrix(args) -> int:
-    from kernel_ports.coverage import matrix_rows, render_matrix
-
-    if args.link_template is not None and (args.format != "html" or "{path}" not in args.link_template):
-        raise UsageError("kernel-ports: --link-template needs --format html and a {path} (and optionally {line}) in the URL")
-    if args.format == "html":
-        return _dashboard(args)
-    registry, index = _index(args)
-    write_output(render_matrix(matrix_rows(registry, index), args.format), args.output)
-    return EXIT_CLEAN
-
-
-def _dashboard(args) -> int:
-    from kernel_ports.coverage import matrix_rows, rocm_checklist
-    from kernel_ports.dashboard import render_dashboard
-    from kernel_ports.findings import Policy
-    from kernel_ports.project import analyze
-
-    _check_run_args(args)
-    registry = _load(args)
-    result = analyze(registry, _options(args, Policy(severity=registry.severity)))
-    rows = matrix_rows(registry, result.index)
-    page = render_dashboard(rows, rocm_checklist(registry, result.index, result.findings), result.findings,
-                            result.summary, args.link_template)
-    write_output(page, args.output)
-    return EXIT_CLEAN
-
-
-def cmd_status(args) -> int:
-    from kernel_ports.coverage import render_checklist, rocm_checklist
-    from kernel_ports.findings import Policy
-    from kernel_ports.project import analyze
-
-    _check_run_args(args)
-    registry = _load(args)
-    result = analyze(registry, _options(args, Policy(severity=registry.severity)))
-    checklist = rocm_checklist(registry, result.index, result.findings)
-    write_output(render_checklist(checklist, args.format), args.output)
-    return EXIT_CLEAN
-
-
-def cmd_port(args) -> int:
-    from kernel_ports.port.apply import run_port, write_port
-    from kernel_ports.port.generate import PortError
-
-    _check_run_args(args)
-    registry = _load(args)
-    try:
-        outcome = run_port(registry, args.kernel, args.backend, _options(args))
-        for line in outcome.summary():
-            print(f"kernel-ports: port: {line}", file=sys.stderr)
-        if not args.write:
-            sys.stdout.write(outcome.diff(registry.root, registry.path))
-            return EXIT_CLEAN
-        for line in write_port(outcome, registry):
-            print(f"kernel-ports: port: {line}", file=sys.stderr)
-    except PortError as exc:
-        raise UsageError(str(exc)) from None
-    except OSError as exc:
-        raise UsageError(f"kernel-ports: port: cannot write: {exc}") from None
-    return EXIT_CLEAN
-
-
-def _check_baseline_args(args) -> None:
-    if args.tracking is not None and not args.baseline:
-        raise UsageError("kernel-ports: --tracking is the reference of baseline exemptions; it needs --baseline")
-
-
-def cmd_init(args) -> int:
-    from kernel_ports.init import InitOptions, build_init
-    from kernel_ports.sync import SyncError, write_atomically
-
-    _check_run_args(args)
-    _check_baseline_args(args)
-    if args.output is not None:
-        target = Path(args.output)
-        if target.is_dir():
-            raise UsageError(f"kernel-ports: --output: is a directory: {args.output}")
-        if target.exists() and not args.force:
-            raise UsageError(f"kernel-ports: --output: {args.output} exists; pass --force to overwrite it, or use `kernel-ports sync`")
-        if not target.parent.is_dir() and str(target.parent):
-            raise UsageError(f"kernel-ports: --output: no such directory: {target.parent}")
-    opts = InitOptions(
-        root=args.root, output=args.output, include=tuple(args.include), exclude=tuple(args.exclude),
-        defines=tuple(args.define), include_dirs=tuple(args.include_dir), configurations=tuple(args.config), std=args.std,
-        compile_commands=args.compile_commands,
-        helper_files=tuple(args.helper_file) if args.helper_file is not None else None,
-        test_seams=tuple(args.test_seam) if args.test_seam is not None else None,
-        table_type=args.table_type, selector=args.selector, has_port=args.has_port,
-        backend_queries=tuple(args.backend_query))
-    import tempfile
-
-    from kernel_ports.adopt import check_written, default_tracking
-
-    # --no-cache: nothing from an earlier run is read, but the check init runs reuses init's own parses
-    with tempfile.TemporaryDirectory(prefix="kernel-ports-init-") as private:
-        cache_dir = private if args.no_cache else None
-        try:
-            text, notes = build_init(opts, jobs=args.jobs, use_cache=True, cache_dir=cache_dir)
-        except SyncError as exc:
-            raise UsageError(str(exc)) from None
-        for note in notes:
-            print(f"kernel-ports: init: {note}", file=sys.stderr)
-        text, lines = check_written(text, Path(args.root).resolve(), jobs=args.jobs, cache_dir=cache_dir,
-                                    baseline=args.baseline, tracking=args.tracking or default_tracking())
-    for line in lines:
-        print(f"kernel-ports: init: {line}", file=sys.stderr)
-    if args.output is None:
-        sys.stdout.write(text)
-        return EXIT_CLEAN
-    try:
-        write_atomically(Path(args.output), text)
-    except OSError as exc:
-        raise UsageError(f"kernel-ports: --output: cannot write {args.output}: {exc.strerror}") from None
-    print(f"kernel-ports: init: wrote {args.output}", file=sys.stderr)
-    return EXIT_CLEAN
-
-
-def cmd_sync(args) -> int:
-    from kernel_ports.project import build_project_index
-    from kernel_ports.scope import resolve_scope
-    from kernel_ports.sync import SyncError, compute_sync, validate_text, write_atomically
-
-    _check_run_args(args)
-    _check_baseline_args(args)
-    registry = _load(args)
-    if args.baseline:
-        return _sync_baseline(args, registry)
-    scope = resolve_scope(registry)
-    index = build_project_index(registry, scope, _options(args))
-    try:
-        result = compute_sync(registry, index, scope)
-        if result.changed:
-            validate_text(result.new, registry)
-    except SyncError as exc:
-        raise UsageError(str(exc)) from None
-    for note in result.notes:
-        print(f"kernel-ports: sync: {note}", file=sys.stderr)
-    name = str(registry.path)
-    if args.mode == "write":
-        if result.changed:
-            try:
-                write_atomically(registry.path, result.new)
-            except OSError as exc:
-                raise UsageError(f"kernel-ports: sync: cannot write {name}: {exc.strerror}") from None
-            print(f"kernel-ports: sync: updated {name} ({len(result.changes)} change(s))", file=sys.stderr)
-        else:
-            print(f"kernel-ports: sync: {name} already matches the code", file=sys.stderr)
-        return EXIT_CLEAN
-    if not result.changed:
-        print(f"kernel-ports: sync: {name} matches the code", file=sys.stderr)
-        return EXIT_CLEAN
-    sys.stdout.write(result.diff(name))
-    print(f"kernel-ports: sync: {name} differs from the code ({len(result.changes)} change(s)); "
-          "run `kernel-ports sync --write` and review the diff", file=sys.stderr)
-    return EXIT_FINDINGS
-
-
-def _sync_baseline(args, registry) -> int:
-    from kernel_ports.adopt import default_tracking, sync_baseline
-    from kernel_ports.findings import Policy
-    from kernel_ports.sync import SyncError, validate_text, write_atomically
-
-    old, new, added, unjudged = sync_baseline(registry, _options(args, Policy(severity=registry.severity)),
-                                    args.tracking or default_tracking())
-    name = str(registry.path)
-    if unjudged:
-        print(f"kernel-ports: sync: {unjudged} KP901/KP902 finding(s) not recorded: a file or construct the check "
-              "cannot judge is fixed, not exempted", file=sys.stderr)
-    if not added:
-        print(f"kernel-ports: sync: {name}: no unexempted finding to record", file=sys.stderr)
-        return EXIT_CLEAN
-    try:
-        validate_text(new, registry)
-    except SyncError as exc:
-        raise UsageError(str(exc)) from None
-    if args.mode == "write":
-        try:
-            write_atomically(registry.path, new)
-        except OSError as exc:
-            raise UsageError(f"kernel-ports: sync: cannot write {name}: {exc.strerror}") from None
-        print(f"kernel-ports: sync: {name}: {added} baseline exemption(s) recorded", file=sys.stderr)
-        return EXIT_CLEAN
-    import difflib
-
-    sys.stdout.write("".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), fromfile=f"{name} (registry)",
-                                                  tofile=f"{name} (with the baseline)")))
-    print(f"kernel-ports: sync: {added} finding(s) would be recorded; run `kernel-ports sync --baseline --write`",
-          file=sys.stderr)
-    return EXIT_FINDINGS
-
-
-def cmd_explain(args) -> int:
-    from kernel_ports.explain import explain_text
-    from kernel_ports.findings import RULES
-
-    if not args.code:
-        for info in RULES.values():
-            sys.stdout.write(f"{info.code}  {info.name:<28} {info.summary}\n")
-        return EXIT_CLEAN
-    code = args.code.upper()
-    if code not in RULES:
-        raise UsageError(f"kernel-ports: unknown rule code: {args.code} (run `kernel-ports explain` for the list)")
-    info = RULES[code]
-    body = explain_text(code, missing_ok=True) or f"{info.summary}\n"
-    sys.stdout.write(f"{code} {info.name} ({info.severity} by default)\n\n{body}")
-    return EXIT_CLEAN
-
-
-COMMANDS = {
-    "check": cmd_check,
-    "facts": cmd_facts,
-    "init": cmd_init,
-    "sync": cmd_sync,
-    "matrix": cmd_matrix,
-    "status": cmd_status,
-    "port": cmd_port,
-    "explain": cmd_explain,
-}
+    return cmd_explain
 
 
 def _registry_error(exc) -> bool:
@@ -515,14 +155,14 @@ def _registry_error(exc) -> bool:
 
 
 def main(argv=None) -> int:
-    from kernel_ports.limits import InputError
+    from kernel_ports.scope.limits import InputError
 
     try:
         argv = sys.argv[1:] if argv is None else list(argv)
         args = build_parser(only_check=argv[:1] == ["check"]).parse_args(argv)
         if args.command is None:
             raise UsageError("kernel-ports: a command is required (check, facts, explain, ...); see --help")
-        return COMMANDS[args.command](args)
+        return _command(args.command)(args)
     except UsageError as exc:
         print(str(exc), file=sys.stderr)
         return EXIT_ERROR

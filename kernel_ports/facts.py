@@ -268,6 +268,9 @@ class BackendTest(Fact):
     macro: Optional[str] = None
     enclosing_function: str = ""
     enclosing_usr: str = ""
+    # what the outcome decides (a runtime test; frontend/clang/decisions.py): ("kernel", what, place),
+    # ("call", usr, name), ("arg", usr, name), ("returned", usr, name), ("unknown", why)
+    decides: tuple = ()
 
 
 @dataclass(frozen=True, kw_only=True)

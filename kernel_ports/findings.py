@@ -21,7 +21,7 @@ class RuleInfo:
 RULES: dict[str, RuleInfo] = {
     r.code: r
     for r in (
-        RuleInfo("KP101", "backend-comparison", "runtime backend kind or availability tested outside the helper files"),
+        RuleInfo("KP101", "backend-comparison", "runtime backend kind or availability tested outside the helper files where it decides a kernel"),
         RuleInfo("KP102", "hand-rolled-refusal", "a launcher tests availability or ports itself and throws"),
         RuleInfo("KP103", "direct-holder-access", "a kernel holder reached without its port table"),
         RuleInfo("KP104", "backend-enumerating-gate", "a Rust gate enumerates backends instead of asking the kernel's predicate"),

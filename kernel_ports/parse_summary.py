@@ -36,8 +36,12 @@ def parse_errors(index) -> dict:
             causes[message] += 1
             order.setdefault(message, len(order))
     ranked = sorted(causes, key=lambda m: (-causes[m], order[m]))
-    return {"files": len({q.path for q in failed}), "parses": len(failed), "errors": sum(q.errors for q in failed),
-            "causes": [{"message": m, "count": causes[m]} for m in ranked]}
+    out = {"files": len({q.path for q in failed}), "parses": len(failed), "errors": sum(q.errors for q in failed),
+           "causes": [{"message": m, "count": causes[m]} for m in ranked]}
+    missing = getattr(index, "missing_from_shim", ())
+    if missing:
+        out["missing_from_shim"] = list(missing)
+    return out
 
 
 def parse_quality_lines(index) -> list:
@@ -73,6 +77,12 @@ def notes(headers: dict, errors: dict) -> list:
         shown = ", ".join(f"{c['message']} ×{c['count']}" for c in errors["causes"][:CAUSES_SHOWN])
         out.append(f"{errors['files']} file(s) parsed with Clang errors ({errors['errors']} in {errors['parses']} "
                    f"parse(s)); first causes: {shown}; `kernel-ports facts` lists each file's first errors")
+    missing = errors.get("missing_from_shim")
+    if missing:
+        out.append(f"the bundled ROCm shim does not declare {', '.join(missing)} (the ROCm fork's own backend "
+                   "functions, not kernel constructs, so not KP902); with the fork's headers (compile.mlx_headers, "
+                   "MLX_INCLUDE_DIR or "
+                   "compile_commands.json) Clang types those calls too")
     return out
 
 

@@ -1,16 +1,21 @@
 """One check from registry to findings: scope → index → rules → policy.
 
+Before the policy, each finding an exemption may name by construct gets its ``symbol``
+(``annotate_symbols``, read with :mod:`kernel_ports.frontend.symbols`); the summary says what holds in a
+tree without the convention (``untabled_notes``: launches outside any port table, lane-level operations
+of HIP bodies when no table marks them).
+
 The CLI and the tests both call `analyze`, so what a test checks is what a
 user runs.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from kernel_ports import parse_summary
-from kernel_ports.adopt import annotate_symbols, untabled_notes
-from kernel_ports.checkers import Context, all_rules
+from kernel_ports.checkers import CONVENTION_CODES, Context, all_rules, convention_note, convention_waits
 from kernel_ports.findings import Finding, Policy, apply_policy
 from kernel_ports.scope import resolve_scope
 
@@ -53,16 +58,23 @@ def analyze(registry, options: Options | None = None) -> Result:
     ctx = Context(registry=registry, index=index, scope=scope)
     raw: list[Finding] = list(scope.findings)
     rules_run = []
+    policy = options.policy
+    waiting = [c for c in CONVENTION_CODES if policy.selected(c)] if convention_waits(registry, index) else []
+    if waiting:  # not run, and their exemptions are not stale
+        policy = replace(policy, ignore=tuple(policy.ignore) + tuple(waiting))
     for rule in all_rules():
-        wanted = [c for c in rule.codes if options.policy.selected(c)]
+        wanted = [c for c in rule.codes if policy.selected(c)]
         if not wanted or (getattr(rule, "reads_device_builds", False) and not index.device.get("compiler")):
             continue
         rules_run.extend(wanted)
         raw.extend(f for f in rule.check(ctx) if f.rule in rule.codes)
     # Exemptions are judged with the findings (KP401 stale, KP402 invalid).
-    rules_run.extend(c for c in ("KP401", "KP402") if options.policy.selected(c))
-    findings = apply_policy(annotate_symbols(raw, registry), registry, options.policy)
+    rules_run.extend(c for c in ("KP401", "KP402") if policy.selected(c))
+    findings = apply_policy(annotate_symbols(raw, registry), registry, policy)
     summary = make_summary(registry, scope, index, findings, sorted(set(rules_run)))
+    if waiting:
+        summary["convention_waits"] = waiting
+        summary["notes"] = [convention_note(waiting)] + summary.get("notes", [])
     if device_notes:
         summary["notes"] = summary.get("notes", []) + device_notes
     if index.device:
@@ -110,3 +122,54 @@ def make_summary(registry, scope, index, findings, rules_run) -> dict:
     if notes:
         summary["notes"] = notes
     return summary
+
+
+def untabled_notes(index, registry) -> list:
+    """Summary notes: launches that reach no port table; lane-level operations when there are no tables."""
+    out = []
+    outside = [i for i in index.invocations if not [t for t in i.tables if t != "unknown"]]
+    if outside:
+        first = min(outside, key=lambda i: (i.loc.path, i.loc.line))
+        out.append(f"{len(outside)} of {len(index.invocations)} launch(es) reach no port table (first {first.loc}); "
+                   "their dtype keys (KP201/KP202) are judged as if they may run on every dtype-blind backend")
+    if not index.port_tables:
+        from kernel_ports.checkers.lane_ops import find_lane_ops, lane_op_patterns
+
+        hip = {fc_source for fc in index.factory_calls if fc.backend == "rocm" for fc_source in fc.source_constants}
+        bodies = [h for h in index.hip_sources if h.name in hip or "HIP" in h.name.upper()]
+        using = [(h, uses) for h in bodies if (uses := find_lane_ops(h.tokens, h.token_lines, lane_op_patterns(registry)))]
+        if bodies:
+            text = f"{len(bodies)} HIP bod(ies) read, {len(using)} with lane-level operations"
+            if using:
+                h, uses = using[0]
+                text += f" (first {h.name} at {h.loc.path}:{uses[0].line or h.loc.line}: `{uses[0].text}`)"
+            out.append(text + "; no port table marks a body runnable at any wavefront width, so KP105 judges none")
+    return out
+
+
+def annotate_symbols(findings, registry, only_needed: bool = True) -> list:
+    """The findings with ``symbol`` filled (when ``only_needed``: only those an exemption with a symbol could match)."""
+    wanted = [e for e in registry.exemptions if e.symbol] if only_needed else None
+    if only_needed and not wanted:
+        return list(findings)
+    from kernel_ports.findings import path_matches
+
+    need: dict = {}
+    for f in findings:
+        if wanted is None or any(e.rule == f.rule and path_matches(e.path, f.path) for e in wanted):
+            need.setdefault(f.path, set()).add(f.line)
+    symbols: dict = {}
+    from kernel_ports.frontend.symbols import symbols_of_lines
+    from kernel_ports.scope import MAX_FILE_BYTES
+
+    for path, lines in need.items():
+        target = Path(registry.root) / path
+        try:
+            # findings name files in scope, which scope has judged; the size bound keeps any other path harmless
+            if not target.is_file() or target.stat().st_size > MAX_FILE_BYTES:
+                continue
+            data = target.read_bytes()
+        except OSError:
+            continue
+        symbols[path] = symbols_of_lines(data, lines)
+    return [replace(f, symbol=symbols.get(f.path, {}).get(f.line)) if f.path in symbols else f for f in findings]

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from kernel_ports import cachefmt, cli
+from kernel_ports import cli
+from kernel_ports.cache import format as cachefmt
 from kernel_ports.facts import Location, SelectorCall
 from tests.conftest import REGISTRY
 

@@ -6,7 +6,9 @@ import json
 
 import pytest
 
-from kernel_ports import cachefmt, checkcache, cli, project
+from kernel_ports import cli, project
+from kernel_ports.cache import check_entry as checkcache
+from kernel_ports.cache import format as cachefmt
 from tests.mutate import engine_copy
 
 KV = "src/lib/mlx-cpp/turbo/kv_cache.cpp"

@@ -58,9 +58,42 @@ def test_cache_restored_and_saved_by_tool_registry_and_headers(steps):
     assert restore[0]["with"]["key"] == save[0]["with"]["key"]
 
 
-def test_installs_the_mlx_extra(steps):
+def test_installs_the_pinned_copy_with_the_mlx_extra_and_the_hip_toolchain(steps):
+    job, steps = steps
+    # kernel-ports is not on PyPI: the engine pins its copy in a repository variable, and the header says so
+    assert job["env"]["KERNEL_PORTS_PACKAGE"] == "${{ vars.KERNEL_PORTS_PACKAGE }}"
+    assert "KERNEL_PORTS_PACKAGE" in WORKFLOW.read_text(encoding="utf-8").split("name:", 1)[0]
+    lines = [line for _, line in _runs(steps)]
+    assert any('pip install -q "$KERNEL_PORTS_PACKAGE"' in line for line in lines)
+    assert not any("pip install" in line and "kernel-ports[mlx]" in line for line in lines)
+    assert any('test -n "$KERNEL_PORTS_PACKAGE"' in line for line in lines)  # unset: the job fails, and says why
+    apt = " ".join(s.get("run", "") for s in steps if "apt-get install" in s.get("run", ""))
+    for package in ("g++", "librust-cxx-dev", "hipcc", "libamdhip64-dev", "rocm-device-libs"):
+        assert re.search(rf"(?<![\w-]){re.escape(package)}(?![\w-])", apt), package
+    assert job["container"].startswith("debian:bookworm") and job["env"]["HIP_PLATFORM"] == "amd"
+
+
+def test_the_check_builds_the_hip_bodies(steps):
     _, steps = steps
-    assert any('pip install "kernel-ports[mlx]"' in line for _, line in _runs(steps))
+    (line,) = [line for _, line in _runs(steps) if re.search(r"\bkernel-ports\s+check\b", line)]
+    argv = shlex.split(line)
+    assert argv[argv.index("--device-compile") + 1] == "rocm"
+
+
+def test_verify_rocm_builds_the_hip_bodies(tmp_path):
+    import shutil
+    import subprocess
+
+    if shutil.which("make") is None:
+        pytest.skip("needs GNU make (apt-get install make)")
+    mk = REPO / "ci" / "kernel-ports.mk"
+    (tmp_path / "Makefile").write_text(f"include {mk}\n")
+    out = subprocess.run(["make", "-n", "verify-rocm"], cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+    checks = [shlex.split(line) for line in out.splitlines() if " check " in f" {line} "]
+    assert any(a[a.index("--device-compile") + 1] == "rocm" for a in checks if "--device-compile" in a), out
+    assert "sync --check" in out and "status rocm" in out
+    plain = subprocess.run(["make", "-n", "verify"], cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+    assert "--device-compile" not in plain  # `make verify` needs no HIP compiler
 
 
 def test_cli_writes_both_reports_from_one_analysis(tmp_path, capsys, monkeypatch):

@@ -75,7 +75,7 @@ def test_explain_lists_and_prints(capsys):
 
 
 def test_every_rule_has_an_explain_doc():
-    from kernel_ports.explain import explain_text
+    from kernel_ports.checkers.explain import explain_text
     from kernel_ports.findings import RULES
 
     for code in RULES:

@@ -15,8 +15,8 @@ from html.parser import HTMLParser
 import pytest
 
 from kernel_ports.cli import main
-from kernel_ports.coverage import Item, KernelRow
-from kernel_ports.dashboard import render_dashboard
+from kernel_ports.commands.coverage import Item, KernelRow
+from kernel_ports.commands.dashboard import render_dashboard
 from kernel_ports.findings import Finding
 from tests.mutate import Mutation, engine_copy
 

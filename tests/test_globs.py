@@ -7,7 +7,7 @@ import re
 import subprocess
 import sys
 
-from kernel_ports.globs import Glob
+from kernel_ports.scope.globs import Glob
 from tests.mutate import REGISTRY_KEY, Mutation, engine_copy
 from tests.conftest import REPO
 

@@ -83,7 +83,7 @@ def test_a_header_over_the_size_limit_is_not_read_by_clang_either(tmp_path, kp_c
 
 
 def test_a_file_tree_sitter_would_chew_on_for_a_minute_is_lost_to_the_syntax_timeout(tmp_path, kp_cache, monkeypatch):
-    from kernel_ports import limits
+    from kernel_ports.scope import limits
 
     monkeypatch.setattr(limits, "SYNTAX_TIMEOUT_S", 0.3)  # 400 KB of `a<a<...` takes tree-sitter ~4 s
     copy = engine_copy(tmp_path)

@@ -353,7 +353,7 @@ def test_sync_write_is_atomic_when_the_replace_fails(make, kp, monkeypatch):
     def refuse(src, dst):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr("kernel_ports.sync.os.replace", refuse)
+    monkeypatch.setattr("kernel_ports.commands.sync.os.replace", refuse)
     code, _, err = kp("sync", "--write", *sync_args(copy))
     assert code == 2 and "cannot write" in err
     assert copy.registry_path.read_bytes() == before

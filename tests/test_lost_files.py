@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernel_ports import limits
+from kernel_ports.scope import limits
 
 VERDICT = "; no rule could judge it, so the check fails closed until it can be analyzed"
 
@@ -38,7 +38,7 @@ def test_a_reason_without_a_known_cause_is_called_a_crash_not_dropped():
 
 
 def test_the_explain_text_lists_every_cause():
-    from kernel_ports.explain import explain_text
+    from kernel_ports.checkers.explain import explain_text
 
     text = explain_text("KP901")
     assert all(f"`{cause}`" in text for cause in limits.CAUSES)

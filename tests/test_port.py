@@ -18,7 +18,7 @@ import pytest
 
 import tests.test_sample_engine as sample
 from kernel_ports.cli import main
-from kernel_ports.port.renames import CUDA_TO_HIP, HIP_TO_CUDA, apply_renames
+from kernel_ports.commands.port.renames import CUDA_TO_HIP, HIP_TO_CUDA, apply_renames
 from tests.mutate import Mutation, engine_copy
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
@@ -304,8 +304,8 @@ def test_port_of_a_holder_templated_on_the_backend(tmp_path, capsys):
 
 
 def test_a_new_file_never_replaces_an_existing_one(tmp_path):
-    from kernel_ports.port.apply import _create
-    from kernel_ports.port.generate import PortError
+    from kernel_ports.commands.port.apply import _create
+    from kernel_ports.commands.port.generate import PortError
 
     target = tmp_path / "x_hip.h"
     _create(target, "one\n")

@@ -94,7 +94,7 @@ def test_a_huge_integer_is_one_line_not_a_traceback(write_registry):
 
 
 def test_sync_refuses_a_registry_that_gained_an_alias_after_loading(write_registry):
-    from kernel_ports.sync import compute_sync
+    from kernel_ports.commands.sync import compute_sync
 
     path = write_registry(HEAD + "launchers: [a.cpp]\n")
     registry = load_registry(path)

@@ -41,17 +41,18 @@ def test_validated_once_per_text(write_registry, tmp_path, monkeypatch):
 
 def test_cli_no_cache_validates(tmp_path, monkeypatch):
     from kernel_ports import cli
+    from kernel_ports.commands.common import registry_of
 
     calls = _count_validations(monkeypatch)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     from tests.conftest import REGISTRY
 
     args = cli.build_parser().parse_args(["check", "--registry", str(REGISTRY), "--no-cache"])
-    cli._load(args)
-    cli._load(args)
+    registry_of(args)
+    registry_of(args)
     assert len(calls) == 2
     args = cli.build_parser().parse_args(["check", "--registry", str(REGISTRY)])
-    cli._load(args)
-    cli._load(args)
+    registry_of(args)
+    registry_of(args)
     assert len(calls) == 3
     assert list((tmp_path / "cache" / "kernel-ports" / "data-v2" / "registry").iterdir())

@@ -116,6 +116,9 @@ int rope_threads_for(GpuKernelBackend backend) {
 #define ROPE_ON_CUDA() (gpu_kernel_backend() == GpuKernelBackend::Cuda)
 """)
 
+ROPE_STDEXCEPT = after(ROPE, "#include <optional>\n", "#include <stdexcept>\n")
+
+
 def backend_member_holder(name: str, tag: str, runtime: bool) -> str:
     """A holder that stores the backend it is constructed with in a member,
     read by its factory's `switch` inside call_once. Built from the runtime
@@ -150,40 +153,55 @@ struct {holder} {{
 
 
 KP101_CASES = [
-    Case("eq", "KP101", ROPE, "v:eq", (after(ROPE, ROPE_BODY, "  if (gpu_kernel_backend() == GpuKernelBackend::Cuda) { (void)dims; }  // v:eq\n"),)),
-    Case("eq-reversed", "KP101", ROPE, "v:eq-reversed", (after(ROPE, ROPE_BODY, "  if (GpuKernelBackend::Metal == gpu_kernel_backend()) { (void)dims; }  // v:eq-reversed\n"),)),
-    Case("ne", "KP101", ROPE, "v:ne", (after(ROPE, ROPE_BODY, "  if (gpu_kernel_backend() != GpuKernelBackend::Metal) { (void)dims; }  // v:ne\n"),)),
-    Case("ne-reversed", "KP101", ROPE, "v:ne-reversed", (after(ROPE, ROPE_BODY, "  if (GpuKernelBackend::Rocm != gpu_kernel_backend()) { (void)dims; }  // v:ne-reversed\n"),)),
+    Case("eq", "KP101", ROPE, "v:eq", (after(ROPE, ROPE_BODY, "  if (gpu_kernel_backend() == GpuKernelBackend::Cuda) { return x; }  // v:eq\n"),)),
+    Case("eq-reversed", "KP101", ROPE, "v:eq-reversed", (after(ROPE, ROPE_BODY, "  if (GpuKernelBackend::Metal == gpu_kernel_backend()) { return x; }  // v:eq-reversed\n"),)),
+    Case("ne", "KP101", ROPE, "v:ne", (after(ROPE, ROPE_BODY, "  if (gpu_kernel_backend() != GpuKernelBackend::Metal) { return x; }  // v:ne\n"),)),
+    Case("ne-reversed", "KP101", ROPE, "v:ne-reversed", (after(ROPE, ROPE_BODY, "  if (GpuKernelBackend::Rocm != gpu_kernel_backend()) { return x; }  // v:ne-reversed\n"),)),
     Case("local", "KP101", ROPE, "v:local", (after(ROPE, ROPE_BODY,
-         "  const GpuKernelBackend running = gpu_kernel_backend();\n  if (running == GpuKernelBackend::Cuda) { (void)dims; }  // v:local\n"),)),
+         "  const GpuKernelBackend running = gpu_kernel_backend();\n  if (running == GpuKernelBackend::Cuda) { return x; }  // v:local\n"),)),
     Case("member-default-initialiser", "KP101", ROPE, "v:member-default", (ROPE_PROBE_NS, after(ROPE, ROPE_BODY,
-         "  const RopeBackendByDefault by_default;\n  if (by_default.kind == GpuKernelBackend::Cuda) { (void)dims; }  // v:member-default\n"))),
+         "  const RopeBackendByDefault by_default;\n  if (by_default.kind == GpuKernelBackend::Cuda) { return x; }  // v:member-default\n"))),
     Case("member-constructor-initialiser", "KP101", ROPE, "v:member-ctor", (ROPE_PROBE_NS, after(ROPE, ROPE_BODY,
-         "  const RopeBackendByInitialiser by_ctor;\n  if (by_ctor.kind == GpuKernelBackend::Cuda) { (void)dims; }  // v:member-ctor\n"))),
+         "  const RopeBackendByInitialiser by_ctor;\n  if (by_ctor.kind == GpuKernelBackend::Cuda) { return x; }  // v:member-ctor\n"))),
     Case("parameter", "KP101", ROPE, "v:param", (ROPE_PROBE_NS, after(ROPE, ROPE_BODY,
-         "  const int threads = rope_threads_for(gpu_kernel_backend());\n  (void)threads;\n"))),
+         "  const int threads = rope_threads_for(gpu_kernel_backend());\n  if (threads > dims) return x;\n"))),
     Case("switch-case", "KP101", ROPE, "v:switch", (after(ROPE, ROPE_BODY,
-         "  switch (gpu_kernel_backend()) {  // v:switch\n    case GpuKernelBackend::Cuda:\n      break;\n    default:\n      break;\n  }\n"),)),
+         "  switch (gpu_kernel_backend()) {  // v:switch\n    case GpuKernelBackend::Cuda:\n      return x;\n    default:\n      break;\n  }\n"),)),
     Case("switch-with-ifdef-cases", "KP101", ROPE, "v:switch-ifdef", (after(ROPE, ROPE_BODY,
-         "  switch (gpu_kernel_backend()) {  // v:switch-ifdef\n    case GpuKernelBackend::Metal:\n      break;\n"
+         "  switch (gpu_kernel_backend()) {  // v:switch-ifdef\n    case GpuKernelBackend::Metal:\n      return x;\n"
          "#ifdef MLXCEL_BRIDGE_ROCM_BACKEND\n    case GpuKernelBackend::Rocm:\n      break;\n#endif\n    default:\n      break;\n  }\n"),)),
     Case("one-configuration", "KP101", ROPE, "v:rocm-only", (after(ROPE, ROPE_BODY,
-         "#ifdef MLXCEL_BRIDGE_ROCM_BACKEND\n  if (gpu_kernel_backend() == GpuKernelBackend::Rocm) { (void)dims; }  // v:rocm-only\n#endif\n"),)),
+         "#ifdef MLXCEL_BRIDGE_ROCM_BACKEND\n  if (gpu_kernel_backend() == GpuKernelBackend::Rocm) { return x; }  // v:rocm-only\n#endif\n"),)),
     Case("ternary", "KP101", ROPE, "v:ternary", (after(ROPE, ROPE_BODY,
-         "  const int group = mlx::core::cu::is_available() ? 64 : 32;  // v:ternary\n  (void)group;\n"),)),
+         "  const int group = mlx::core::cu::is_available() ? 64 : 32;  // v:ternary\n  if (group > dims) return x;\n"),)),
     Case("not-available", "KP101", ROPE, "v:not-available", (after(ROPE, ROPE_BODY,
-         "  if (!mlx::core::metal::is_available()) { (void)dims; }  // v:not-available\n"),)),
+         "  if (!mlx::core::metal::is_available()) { return x; }  // v:not-available\n"),)),
     Case("custom-kernels-available", "KP101", ROPE, "v:custom-available", (after(ROPE, ROPE_BODY,
-         "  if (custom_kernels_available() && dims > 0) { (void)dims; }  // v:custom-available\n"),)),
+         "  if (custom_kernels_available() && dims > 0) { return x; }  // v:custom-available\n"),)),
     Case("bool-local", "KP101", ROPE, "v:bool-local", (after(ROPE, ROPE_BODY,
-         "  const bool use_cuda = mlx::core::cu::is_available();  // v:bool-local\n  (void)use_cuda;\n"),)),
+         "  const bool use_cuda = mlx::core::cu::is_available();  // v:bool-local\n  if (use_cuda) return x;\n"),)),
     Case("macro-expansion", "KP101", ROPE, "v:macro", (ROPE_PROBE_NS, after(ROPE, ROPE_BODY,
-         "  if (ROPE_ON_CUDA()) { (void)dims; }  // v:macro\n"))),
+         "  if (ROPE_ON_CUDA()) { return x; }  // v:macro\n"))),
     # a holder that stores a backend it is constructed with at run time: the factory's switch is a runtime test
     Case("holder-member-from-query", "KP101", ROPE, "v:holder-member",
          (after(ROPE, ROPE_NS, backend_member_holder("rope_any", "v:holder-member", runtime=True)),)),
+    # a test guarding a throw before the launch decides whether the launch happens
+    Case("throw-before-launch", "KP101", ROPE, "v:throw", (ROPE_STDEXCEPT, after(ROPE, ROPE_BODY,
+         "  if (gpu_kernel_backend() == GpuKernelBackend::None) {  // v:throw\n    throw std::runtime_error(\"no GPU\");\n  }\n"))),
+    # a test deciding whether a function that launches is called
+    Case("calls-a-launcher", "KP101", ROPE, "v:calls-launcher", (before(ROPE, "}  // namespace mlxcel\n",
+         "array rope_or_identity(const array& x, const array& positions) {\n"
+         "  if (mlx::core::cu::is_available()) {  // v:calls-launcher\n    return apply_rope(x, positions, 10000.0f);\n  }\n"
+         "  return x;\n}\n\n"),)),
+    # a test whose outcome another unit's launcher branches on (returned across translation units)
+    Case("returned-to-another-unit", "KP101", KV, "v:returned", (
+         before(KV, "}  // namespace mlxcel\n",
+                "bool kv_prefers_identity() {\n  return gpu_kernel_backend() == GpuKernelBackend::Cuda;  // v:returned\n}\n\n"),
+         before(ROPE, "array apply_rope(const array& x, const array& positions, float base) {\n",
+                "bool kv_prefers_identity();\n\n"),
+         after(ROPE, ROPE_BODY, "  if (kv_prefers_identity()) {\n    return x;\n  }\n"))),
     Case("header", "KP101", ATTENTION_LAUNCH, "v:header", (after(ATTENTION_LAUNCH, "  const int heads = q.shape(0);\n",
-         "  const int lanes = gpu_kernel_backend() == GpuKernelBackend::Cuda ? 32 : 64;  // v:header\n  (void)lanes;\n"),
+         "  const int lanes = gpu_kernel_backend() == GpuKernelBackend::Cuda ? 32 : 64;  // v:header\n  if (lanes > heads) return q;\n"),
          after(ATTENTION_LAUNCH, '#include "mlx/mlx.h"\n', '#include "turbo/gpu_backend.h"\n'))),
 ]
 
@@ -250,6 +268,19 @@ KP101_DECOYS = [
      after(ROPE, ROPE_NS, backend_member_holder("rope_probe", "d:holder-member", runtime=False))),
     ("templated-backend-use", ROPE, "d:template-use", after(ROPE, ROPE_BODY,
         "  const int lanes = rope_lanes<GpuKernelBackend::Cuda>() + rope_width_for(GpuKernelBackend::Rocm);  // d:template-use\n  (void)lanes;\n")),
+    # a backend test that decides no kernel: whether a quantized product matches a dense one (the caller picks
+    # between two library operations by it) ...
+    ("decides-library-op", ROPE, "d:dense-match", after(ROPE, ROPE_NS,
+        "bool rope_rows_match_dense(const array& x) {\n"
+        "  if (gpu_kernel_backend() != GpuKernelBackend::Rocm || x.ndim() < 2) {  // d:dense-match\n    return true;\n  }\n"
+        "  return x.shape(0) == 1;\n}\n"
+        "array rope_reference(const array& x) {\n"
+        "  return rope_rows_match_dense(x) ? mlx::core::matmul(x, x) : mlx::core::multiply(x, x);\n}\n")),
+    # ... and one that picks the dtype of scalar constants fed to library operations, in a function that launches
+    ("decides-scalar-dtype", ROPE, "d:scalar-dtype", after(ROPE, ROPE_BODY,
+        "  const bool scalars_in_x_dtype = !mlx::core::metal::is_available();  // d:scalar-dtype\n"
+        "  auto scalar = [&](float v) { return scalars_in_x_dtype ? array(v, x.dtype()) : array(v); };\n"
+        "  const array shifted = mlx::core::add(x, scalar(0.5f));\n  (void)shifted;\n")),
     ("helper-file", KERNEL_PORT, "d:helper", after(KERNEL_PORT, "  const KernelPortGetter port = port_for_running_backend(ports);\n",
         "  if (mlx::core::metal::is_available() && gpu_kernel_backend() != GpuKernelBackend::Metal) {  // d:helper\n    return port();\n  }\n")),
     ("helper-includes", KERNEL_PORT, "d:helper-include", after(KERNEL_PORT, "#include <string>\n",
@@ -710,7 +741,7 @@ def test_kp107_allowed_shapes_stay_quiet(tmp_path_factory, kp_cache):
 # ---------------------------------------------------------------------------
 
 POLICY_MUTATIONS = [
-    after(ROPE, ROPE_BODY, "  if (gpu_kernel_backend() == GpuKernelBackend::Cuda) { (void)dims; }  // v:policy-kp101\n"),
+    after(ROPE, ROPE_BODY, "  if (gpu_kernel_backend() == GpuKernelBackend::Cuda) { return x; }  // v:policy-kp101\n"),
     after(ROPE, ROPE_BODY, f"  {SEAM}(64);  // v:policy-kp106\n"),
 ]
 

@@ -86,3 +86,35 @@ def test_gitignore_is_honoured_in_a_work_tree(tmp_path):
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     scope = _scope(tmp_path)
     assert [f.path for f in scope.files] == ["lib/a.cpp", "lib/a_hip.h"]
+
+
+def test_suffixes_in_any_case_are_in_scope(tmp_path):
+    lib = _tree(tmp_path)
+    (lib / "Upper.CPP").write_text("int u;\n")
+    (lib / "legacy.C").write_text("int c;\n")
+    (lib / "legacy.H").write_text("int h;\n")
+    (lib / "Gates.RS").write_text("fn gates() {}\n")
+    scope = _scope(tmp_path)
+    by_path = {f.path: f for f in scope.files}
+    assert set(by_path) == {"lib/a.cpp", "lib/a_hip.h", "lib/Upper.CPP", "lib/legacy.C", "lib/legacy.H", "lib/Gates.RS"}
+    assert by_path["lib/Gates.RS"].language == "rust" and by_path["lib/legacy.H"].language == "cpp"
+
+
+def test_upper_case_sources_are_judged(tmp_path, capsys, monkeypatch):
+    """A launch in a `.CPP` file is judged (KP201), and a `.H` header that cannot be read is a KP901."""
+    from kernel_ports import cli
+    from tests.test_convention_free import LAUNCHER
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    root = tmp_path / "engine"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "Scale.CPP").write_text(LAUNCHER)
+    (root / "src" / "Legacy.H").write_bytes(b"// caf\xe9\nint legacy;\n")
+    reg = tmp_path / "reg.yaml"
+    assert cli.main(["init", "--root", str(root), "--output", str(reg)]) == 0
+    capsys.readouterr()
+    code = cli.main(["check", "--registry", str(reg), "--root", str(root)])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "src/Scale.CPP:" in out and "[KP201]" in out, out
+    assert "src/Legacy.H:1:1: error:" in out and "[KP901]" in out, out

@@ -3,11 +3,11 @@ constructs the syntactic witness saw that Clang lost or could not type."""
 
 from __future__ import annotations
 
-from kernel_ports.checkers import Context, Rule
+from kernel_ports.checkers.base import Context, Rule
 from kernel_ports.facts import DAMAGED_TABLE
 from kernel_ports.findings import Finding
 from kernel_ports.frontend.isolation import WALK_FAILURE
-from kernel_ports.limits import lost_message
+from kernel_ports.scope.limits import lost_message
 
 
 class FrontEndFailures(Rule):

@@ -11,7 +11,7 @@ device IR holds a cross-lane operation; the message says whether the text scan (
 
 from __future__ import annotations
 
-from kernel_ports.checkers import Context, Rule
+from kernel_ports.checkers.base import Context, Rule
 from kernel_ports.checkers.lane_ops import find_lane_ops, lane_op_patterns
 from kernel_ports.findings import Finding
 

@@ -14,7 +14,8 @@ import dataclasses
 
 import networkx as nx
 
-from kernel_ports.checkers import Context, Rule
+from kernel_ports.checkers.base import Context, Rule
+from kernel_ports.checkers.decides import what_it_decides
 from kernel_ports.checkers.lane_ops import find_lane_ops, lane_op_patterns
 from kernel_ports.findings import Finding
 from kernel_ports.scope import matches
@@ -148,12 +149,18 @@ class BackendComparison(Rule):
 
     def check(self, ctx: Context):
         selector = _selector_name(ctx)
+        at_place: dict = {}
+        for bt in ctx.index.backend_tests:
+            at_place.setdefault(bt.loc, []).append(bt)
         for bt in by_place(ctx.index.backend_tests):
             path = bt.loc.path
             if is_helper_file(ctx, path) or not in_cpp_scope(ctx, path):
                 continue
             if bt.origin == "compile_time":
                 continue  # a backend fixed by a table slot (holder templated on it, factory given a constant)
+            decided = what_it_decides(ctx, at_place[bt.loc]) if bt.origin == "runtime" else None
+            if bt.origin == "runtime" and decided is None:
+                continue  # its outcome decides no port, holder, factory or launch (numerics, library operations)
             verb = _OPERATOR.get(bt.operator, "tests")
             macro = f" (inside macro {bt.macro})" if bt.in_macro and bt.macro else (" (inside a macro expansion)" if bt.in_macro else "")
             fn = bt.enclosing_function or "namespace scope"
@@ -163,7 +170,7 @@ class BackendComparison(Rule):
                 what = "the runtime backend kind" if bt.operator in ("==", "!=", "switch") else "backend availability"
                 query = f"{bt.query}()" if bt.query else "a backend query"
                 message = (f"`{_one_line(bt.text)}` {verb} {what} ({query}{_VIA.get(bt.via, '')}) in {fn}{macro} to choose code "
-                           f"outside the helper files; {fix}")
+                           f"outside the helper files (its outcome decides {decided}); {fix}")
             else:
                 message = (f"`{_one_line(bt.text)}` {verb} a backend value in {fn}{macro} whose origin could not be followed "
                            f"(a {bt.via.replace('_', ' ')} with no caller seen in this translation unit); if it is the runtime "

@@ -11,7 +11,7 @@ is gone) is reported at the registry line itself.
 
 from __future__ import annotations
 
-from kernel_ports.checkers import Context, Rule
+from kernel_ports.checkers.base import Context, Rule
 from kernel_ports.findings import Finding
 from kernel_ports.registry.model import BACKENDS
 from kernel_ports.surface import code_surface, diff_dispatch, launcher_drift, match_kernels, same_port

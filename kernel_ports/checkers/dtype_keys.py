@@ -25,7 +25,7 @@ already followed by the front end.
 
 from __future__ import annotations
 
-from kernel_ports.checkers import Context, Rule
+from kernel_ports.checkers.base import Context, Rule
 from kernel_ports.findings import Finding
 
 UNKNOWN = "unknown"

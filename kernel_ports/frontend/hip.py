@@ -21,7 +21,18 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from kernel_ports.frontend.witness import cpp_parser
+import tree_sitter_cpp
+from tree_sitter import Language, Parser
+
+from kernel_ports.scope.limits import bounded_parser
+
+_LANGUAGE = Language(tree_sitter_cpp.language())
+
+
+def cpp_parser() -> Parser:
+    """A tree-sitter C++ parser within the parse limits (the witness reads files with it, this module bodies)."""
+    return bounded_parser(Parser(_LANGUAGE))
+
 
 _LEAF_SKIP = {"comment", "string_literal", "raw_string_literal", "char_literal", "system_lib_string"}
 # preproc_arg / preproc condition text is not tokenised by tree-sitter: do it here,

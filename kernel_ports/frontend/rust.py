@@ -17,7 +17,7 @@ import tree_sitter_rust
 from tree_sitter import Language, Parser
 
 from kernel_ports.facts import GateExpr, Location, RustGate, SeamCall
-from kernel_ports.limits import bounded_parser
+from kernel_ports.scope.limits import bounded_parser
 
 _LANGUAGE = Language(tree_sitter_rust.language())
 

@@ -25,18 +25,10 @@ import dataclasses
 import re
 from dataclasses import dataclass, field
 
-import tree_sitter_cpp
-from tree_sitter import Language, Parser
+from tree_sitter import Parser
 
 from kernel_ports.facts import HipSource, Location
-from kernel_ports.limits import bounded_parser
-
-
-_LANGUAGE = Language(tree_sitter_cpp.language())
-
-
-def cpp_parser() -> Parser:
-    return bounded_parser(Parser(_LANGUAGE))
+from kernel_ports.frontend.hip import cpp_parser, scan_body
 
 
 @dataclass(frozen=True)
@@ -552,8 +544,6 @@ def literal_pieces(text: str, first_line: int):
 
 def hip_source(path: str, name: str, line: int, column: int, text: str, pieces, piece_locs=(), is_raw=True) -> HipSource:
     """A HipSource for body text whose pieces' places are known (see ``token_lines``)."""
-    from kernel_ports.frontend.hip import scan_body
-
     scan = scan_body(text)
     return HipSource(
         loc=Location(path, line, column),

@@ -23,7 +23,7 @@
 5. witness candidates Clang did not confirm become ``Unconfirmed`` records
    (KP902).
 
-Per-file results are cached (:mod:`.cache`); the joins never are. Rules read the
+Per-file results are cached (:mod:`kernel_ports.cache.units`); the joins never are. Rules read the
 :class:`~.project_index.ProjectIndex`.
 """
 

@@ -2,7 +2,7 @@
 
 1. the syntactic pass (:mod:`.scan`) over every file;
 2. the plan (:mod:`.plan`): which units Clang parses, in which configurations, what each walk may leave unread;
-3. the Clang parses: cached results first (:mod:`.cache`), the preludes (:mod:`.prelude`), then the rest in the
+3. the Clang parses: cached results first (:mod:`kernel_ports.cache.units`), the preludes (:mod:`.prelude`), then the rest in the
    worker pool (:mod:`.pool`), each result kept in the cache;
 4. the merge and joins (:mod:`.merge`, :mod:`.join`) and what each factory call compiles (:mod:`.compiled`).
 
@@ -17,11 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from kernel_ports import cachefmt, limits, scope
+from kernel_ports import scope
+from kernel_ports.scope import limits
+from kernel_ports.cache import format as cachefmt
 from kernel_ports.facts import ParseQuality
 from kernel_ports.frontend import clang, headers, witness as wit
 from kernel_ports.index import plan, prelude, scan
-from kernel_ports.index.cache import FRONTEND_VERSION, FileCache, cached_parse, dir_key, sha
+from kernel_ports.cache.units import FRONTEND_VERSION, FileCache, cached_parse, dir_key, sha
 from kernel_ports.index.compiled import compiled_bodies
 from kernel_ports.index.join import FunctionTable
 from kernel_ports.index.merge import merge_results
@@ -97,7 +99,7 @@ def _index(run: _Run, parsing: Parsing, cpp_files: list) -> None:
     registry, root, index, cache, hashes, by_path = run.registry, run.root, run.index, run.cache, run.hashes, run.by_path
     names = wit.WitnessNames.from_registry(registry)
     conv = clang.Conventions.from_registry(registry)
-    rust_files = [f for f in run.files if f.path.endswith(".rs")]
+    rust_files = [f for f in run.files if f.path.lower().endswith(".rs")]
     index.files_scanned = [f.path for f in cpp_files + rust_files]
     names_key = sha(names.stable_repr().encode())[:16]
     seams = [s.name for s in registry.conventions.test_seams]

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import networkx as nx
 
-from kernel_ports import limits
+from kernel_ports.scope import limits
 from kernel_ports.facts import CompiledBodies, Location, sort_key
 from kernel_ports.frontend import hip, witness as wit
-from kernel_ports.index.cache import FRONTEND_VERSION, FileCache, sha
+from kernel_ports.cache.units import FRONTEND_VERSION, FileCache, sha
 from kernel_ports.index.plan import resolve_include
 
 

@@ -16,18 +16,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from kernel_ports import limits as limits_mod
+from kernel_ports.scope import limits as limits_mod
 from kernel_ports.facts import DeviceBuild, Location
+from kernel_ports.infer.device_targets import wavefront_width
 from kernel_ports.frontend.device import compiler as driver, reports, source
 from kernel_ports.frontend.device.build_model import CompileOutcome, VariantOutcome
-
-WAVEFRONT = {"gfx90a": 64, "gfx908": 64, "gfx906": 64, "gfx900": 64, "gfx940": 64, "gfx941": 64, "gfx942": 64}
-
-
-def wavefront_of(target: str) -> int:
-    """Lanes per wavefront: CDNA/GCN targets (gfx9xx) run 64, RDNA (gfx10xx, gfx11xx) 32."""
-    return WAVEFRONT.get(target, 64 if target.startswith("gfx9") else 32)
-
 
 @functools.lru_cache(maxsize=1)
 def _code_digest() -> str:
@@ -111,7 +104,7 @@ def _facts(planned, target: str, outcome: CompileOutcome, compiler) -> list:
         u = v.usage if v is not None and v.usage is not None else None
         out.append(DeviceBuild(
             loc=planned.body_loc, body=build.body, kernel_name=build.kernel_name, factory_call=planned.factory_call,
-            tables=planned.tables, target=target, wavefront=wavefront_of(target), assignment=variant.describe(),
+            tables=planned.tables, target=target, wavefront=wavefront_width(target), assignment=variant.describe(),
             guessed=variant.guessed, result=result, message=message, message_loc=where, at_guard=guard,
             sgprs=u and u.sgprs, vgprs=u and u.vgprs, sgpr_spill=u and u.sgpr_spill, vgpr_spill=u and u.vgpr_spill,
             scratch_bytes=u and u.scratch_bytes, lds_bytes=u and u.lds_bytes, occupancy=u and u.occupancy,
@@ -156,8 +149,8 @@ def build_device(index, registry, by_path: dict, resolve, compiler, targets: tup
 def run_for_check(registry, scope, index, options) -> list:
     """The device builds of one check, and the summary's notes on them (a missing compiler is a note when the
     registry asked for the builds; the command line refuses earlier when its flag did)."""
-    from kernel_ports import cachefmt
-    from kernel_ports.index.cache import FileCache
+    from kernel_ports.cache import format as cachefmt
+    from kernel_ports.cache.units import FileCache
     from kernel_ports.index.plan import resolve_include
     from kernel_ports.registry.model import DeviceCompile
 

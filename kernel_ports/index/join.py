@@ -29,7 +29,7 @@ class FunctionTable:
                 cur = self.functions.get(info.usr)
                 if cur is None:
                     self.functions[info.usr] = info
-                elif cur is not info:  # units that read one header share its records (index/cache.py): no-op
+                elif cur is not info:  # units that read one header share its records (cache/units.py): no-op
                     Joiner._merge_fn(cur, info)
                 self.fn_configs.setdefault(info.usr, set()).add(r.configuration)
         self.added += len(results)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Optional
 
 from kernel_ports import scope
 from kernel_ports.frontend import focus, witness as wit
-from kernel_ports.index.cache import FRONTEND_VERSION, definitions_key, sha
+from kernel_ports.cache.units import FRONTEND_VERSION, definitions_key, sha
 from kernel_ports.index.scan import witness_key
 from kernel_ports.registry.model import define_name
 
@@ -33,7 +33,7 @@ def load_compile_commands(path: Optional[Path], root: Path) -> dict:
     """relative path -> extra flags (-I/-D/-U/-include/-std/-isystem only) from compile_commands.json."""
     if path is None:
         return {}
-    from kernel_ports.compile_db import load_entries
+    from kernel_ports.scope.compile_db import load_entries
 
     out = {}
     for directory, f, argv in load_entries(path):  # bounded and type-checked: the file is the pull request's

@@ -1,6 +1,6 @@
 """The worker pool the Clang parses and prelude builds run in: one process per worker, a timeout per job, a memory
 limit per process, and a crash, hang or exhausted heap answered as a result (``crash``/``timeout``/``error``)
-that becomes a KP901 record, never the end of the run (:mod:`kernel_ports.limits` judges the replies).
+that becomes a KP901 record, never the end of the run (:mod:`kernel_ports.scope.limits` judges the replies).
 
 Jobs are submitted and run while the caller does other work (it decodes the cached results of the other units
 while the changed ones parse), and a worker writes the cache entry of a successful parse itself, after sending
@@ -16,9 +16,9 @@ import time
 from multiprocessing.connection import wait
 from pathlib import Path
 
-from kernel_ports import limits
+from kernel_ports.scope import limits
 from kernel_ports.frontend import clang
-from kernel_ports.index.cache import store_parse
+from kernel_ports.cache.units import store_parse
 
 
 def _worker_main(conn, memory_mib=0, log_path=None, cache=None, hashes=None):

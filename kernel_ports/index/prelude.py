@@ -15,9 +15,11 @@ import sys
 import time
 from pathlib import Path
 
-from kernel_ports import cachefmt, limits, scope
+from kernel_ports import scope
+from kernel_ports.scope import limits
+from kernel_ports.cache import format as cachefmt
 from kernel_ports.frontend import clang, headers
-from kernel_ports.index.cache import FileCache, dir_key
+from kernel_ports.cache.units import FileCache, dir_key
 from kernel_ports.registry.model import define_name
 
 

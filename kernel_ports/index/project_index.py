@@ -38,6 +38,7 @@ class ProjectIndex:
     parse_quality: list = field(default_factory=list)
     unanalyzable: list = field(default_factory=list)  # (path, reason) -> KP901
     unconfirmed: list = field(default_factory=list)  # Unconfirmed -> KP902
+    missing_from_shim: tuple = ()  # qualified names calls use that the bundled ROCm shim does not declare (the fork's)
     include_graph: nx.DiGraph = field(default_factory=nx.DiGraph)  # includer -> included (project paths)
     # caller usr -> callee usr; a function whose body the walk left unread (FunctionInfo.body_walked False, see
     # frontend/focus.py) is a node without out-edges, and is reached from no function whose body was read

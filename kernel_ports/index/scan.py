@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from kernel_ports import limits
+from kernel_ports.scope import limits
 from kernel_ports.frontend import rust, witness as wit
-from kernel_ports.index.cache import FRONTEND_VERSION, definitions_key, sha
+from kernel_ports.cache.units import FRONTEND_VERSION, definitions_key, sha
 
 
 def witness_key(names_key: str, path: str, content_hash: str) -> str:

@@ -151,7 +151,7 @@ class Registry:
     kernels: tuple[Kernel, ...]
     exemptions: tuple[Exemption, ...]
     where: dict = field(default_factory=dict)  # dotted key -> Where, for registry-located findings
-    limits: dict = field(default_factory=dict)  # name -> number, over kernel_ports.limits.Limits' defaults
+    limits: dict = field(default_factory=dict)  # name -> number, over kernel_ports.scope.limits.Limits' defaults
 
     def kernel_for_table(self, table: str) -> Kernel | None:
         short = table.split("::")[-1]

@@ -27,7 +27,7 @@ def _fingerprint(f) -> str:
 
 
 def render_sarif(findings, summary: dict) -> str:
-    from kernel_ports.explain import explain_text
+    from kernel_ports.checkers.explain import explain_text
 
     codes = sorted(RULES)
     index = {code: i for i, code in enumerate(codes)}

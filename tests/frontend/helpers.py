@@ -76,3 +76,17 @@ def write_tree(root: Path, files: dict) -> None:
         p = Path(root) / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text)
+
+
+def marker_line(text: str, marker: str) -> int:
+    """The line of ``text`` that carries ``// @marker``."""
+    return next(i for i, line in enumerate(text.splitlines(), 1) if f"@{marker}" in line)
+
+
+def index_tree(root: Path, tree: dict, **registry_options):
+    """The project index of ``tree`` written under ``root`` (its ``src`` an include directory), parsed uncached."""
+    from kernel_ports.index import build_index
+
+    write_tree(root, tree)
+    reg = make_registry(root, include_dirs=("src",), **registry_options)
+    return build_index(reg, files_under(reg.root), jobs=1, use_cache=False)

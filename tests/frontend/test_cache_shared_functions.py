@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from helpers import files_under
-from kernel_ports import cachefmt
+from kernel_ports.cache import format as cachefmt
 from kernel_ports.facts import to_jsonable
 from kernel_ports.frontend.clang import FunctionInfo, TUResult
 from kernel_ports.index import build_index
@@ -83,7 +83,7 @@ def _record(name: str, line: int) -> FunctionInfo:
 
 
 def test_a_process_encodes_each_header_group_once(tmp_path, monkeypatch):
-    from kernel_ports.index.cache import FileCache
+    from kernel_ports.cache.units import FileCache
 
     encoded = []
     real = cachefmt.encode_body

@@ -8,7 +8,7 @@ import sys
 import pytest
 from helpers import files_under, make_registry, write_tree
 
-from kernel_ports import limits
+from kernel_ports.scope import limits
 from kernel_ports.index import build_index
 
 FACTORY = '#include "mlx/mlx.h"\nauto k = mlx::core::fast::metal_kernel("k", {}, {}, "");\n'

@@ -2,9 +2,12 @@
 
 Events: ``visit_value_use`` and ``visit_call`` (the data-flow sites: each use
 of a variable, parameter or member, each call), ``visit_backend_query_call``
-(a call of a registry backend query: the sources). ``finish`` follows query
+(a call of a registry backend query: the sources), ``visit_kernel_launch``,
+``visit_factory_call`` and ``visit_selector_call`` (the kernel constructs a
+test's outcome may decide, :mod:`.decisions`). ``finish`` follows query
 results into locals, members, parameters and out of functions (query wrappers)
-to a fixpoint over the unit, records every test of such a value (runtime), and
+to a fixpoint over the unit, records every test of such a value (runtime) with
+what its outcome decides (:class:`.decisions.Decisions`), and
 every test of a backend-enum parameter or template parameter that no query
 reaches (compile-time when every caller in the unit passes a constant). It
 leaves what it found in the context for the phases after it: ``tainted``,
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 from kernel_ports.facts import BackendTest
 from kernel_ports.frontend.clang.context import Extractor, strip_kinds
+from kernel_ports.frontend.clang.decisions import Decisions
 from kernel_ports.frontend.clang.toolchain import BINOPS, UNOPS
 from kernel_ports.frontend.clang.values import sources
 
@@ -30,6 +34,8 @@ class BackendTests(Extractor):
         self.sites: list = []  # ("call", callee usr | "use", decl usr, cursor, parents, ctx): data-flow sites
         self.enum_uses: list = []  # (cursor, parents, ctx) decl refs of backend-enum-typed params
         self.query_decl_usrs: dict = {}  # usr of a backend-query declaration -> its qualified name
+        self.kernel_events: list = []  # (cursor, effect, frame): the launches, factory and selector calls
+        self.callee_names: dict = {}  # callee usr -> qualified name
 
     def visit_value_use(self, c, r, rk, ctx, parents):
         w = self.walk
@@ -44,6 +50,16 @@ class BackendTests(Extractor):
 
     def visit_call(self, c, ref, decl, edge, ctx, parents):
         self.sites.append(("call", edge.callee_usr, c, parents, ctx))
+        self.callee_names[edge.callee_usr] = edge.callee
+
+    def visit_kernel_launch(self, c, obj, args, ctx, parents):
+        self.kernel_events.append((c, ("kernel", "launch", str(self.walk.loc(c))), ctx))
+
+    def visit_factory_call(self, c, ref, backend, q, args, ctx, parents):
+        self.kernel_events.append((c, ("kernel", f"{backend} factory call", str(self.walk.loc(c))), ctx))
+
+    def visit_selector_call(self, c, args, ctx, parents):
+        self.kernel_events.append((c, ("kernel", "selector call", str(self.walk.loc(c))), ctx))
 
     def visit_backend_query_call(self, c, q, usr, ctx, loc):
         self.walk.res.seen.add((loc.path, loc.line, "backend_query"))
@@ -101,9 +117,11 @@ class BackendTests(Extractor):
                     sk = self._sink(c, parents, ctx) or ("none", None)
                     sink_cache[id(site)] = sk
                 kind, target = sk
-                if kind in ("var", "field", "param") and target and target not in tainted:
-                    tainted[target] = (org[0], {"var": "local", "field": "member", "param": "parameter"}[kind])
-                    changed = True
+                if kind in ("var", "field", "param"):
+                    for t in target if isinstance(target, tuple) else (target,):
+                        if t and t not in tainted:
+                            tainted[t] = (org[0], {"var": "local", "field": "member", "param": "parameter"}[kind])
+                            changed = True
                 elif kind == "return" and ctx.slot is None and ctx.info.usr not in tainted_fns:
                     tainted_fns[ctx.info.usr] = org[0]
                     changed = True
@@ -111,6 +129,7 @@ class BackendTests(Extractor):
 
     def _runtime_tests(self, origin):
         w = self.walk
+        decisions = None
         for site in self.sites:
             org = origin(site)
             if org is None:
@@ -121,11 +140,12 @@ class BackendTests(Extractor):
                 continue
             op, compared, node = test
             macro = w.in_macro(node)
+            decisions = decisions or Decisions(w, self.sites, self.kernel_events, self.callee_names)
             w.res.backend_tests.append(BackendTest(
                 loc=w.loc(node), configurations=frozenset({w.job.configuration}), query=org[0], operator=op,
                 origin="runtime", via=org[1], compared_to=compared, text=w.text(node)[:200],
                 in_macro=macro is not None, macro=macro, enclosing_function=ctx.info.qualified_name,
-                enclosing_usr=ctx.info.usr))
+                enclosing_usr=ctx.info.usr, decides=decisions.of_test(c, parents, ctx)))
 
     def _compile_time_tests(self, tainted):
         """Backend values that are not runtime tests: template parameters, and
@@ -164,6 +184,11 @@ class BackendTests(Extractor):
         p = par[-1]
         if p.kind == K.VAR_DECL:
             return "var", p.get_usr()
+        if p.kind == K.UNEXPOSED_DECL:
+            found = w.decomposition(p)
+            if found is not None and found[1] == node:  # `auto [kind, n] = ...`: every name holds a part of it
+                return "var", tuple(b.get_usr() for b in found[0])
+            return None
         if p.kind == K.RETURN_STMT:
             return "return", None
         if p.kind == K.BINARY_OPERATOR:

@@ -21,9 +21,14 @@ from kernel_ports.facts import Location
 from kernel_ports.frontend.clang.model import FunctionInfo, ParseJob, TUResult
 from kernel_ports.frontend.clang.prelude import prelude_api
 from kernel_ports.frontend.clang.toolchain import ADDRESS_OF, cindex
+from kernel_ports.frontend.headers import ROCM_SHIM_DIR
 
 MLX_DTYPE = "mlx::core::Dtype"  # MLX API (SPEC §1), not an engine convention
 FIRST_ERRORS = 5  # Clang errors a result lists (facts: files[].first_errors)
+# the namespace the bundled ROCm shim's rocm.h stands in for, and Clang's error for a name it does not declare
+SHIM_NAMESPACE = "mlx::core::rocm"
+_NOT_IN_SHIM = re.compile(r"^no member named '(\w+)' in namespace '" + re.escape(SHIM_NAMESPACE) + "'$")
+_SHIM_ROCM_H = os.path.normpath(str(ROCM_SHIM_DIR / "mlx" / "backend" / "rocm" / "rocm.h"))
 ERROR_LINES_KEPT = 200  # per file, for the summary's causes and the nearest error a KP902 names
 
 
@@ -103,6 +108,8 @@ class UnitContext:
         self.slot_lambdas: set = set()  # hashes of lambdas that are port-table slots
         self.seam_set = set(self.conv.seams)
         self.error_lines: dict = {}  # rel path -> [(line, message)] of Clang errors
+        self.bindings: set = set()  # usrs of the names a structured binding declares (read in prescan)
+        self.reads_rocm_shim = False  # the unit's mlx/backend/rocm/rocm.h is the bundled shim's
         # set by the backend-test phase (backend_tests.py) for the phases after it
         self.tainted: dict = {}  # decl usr -> (query, via): values derived from a backend query
         self.tainted_fns: dict = {}  # function usr -> query: functions returning such a value
@@ -131,11 +138,26 @@ class UnitContext:
                 res.diag_by_file[rel] = (n + 1, e + (1 if d.severity >= 3 else 0))
         # include graph (project files only; the PCH hides std/stub includes)
         for inc in self.tu.get_includes():
+            if inc.include and os.path.normpath(inc.include.name) == _SHIM_ROCM_H:
+                self.reads_rocm_shim = True
             src = self.rel(inc.source) if inc.source else None
             dst = self.rel(inc.include) if inc.include else None
             if src and dst:
                 res.includes.append((src, dst))
         res.error_lines = {rel: lines[:ERROR_LINES_KEPT] for rel, lines in self.error_lines.items()}
+        self._shim_missing()
+
+    def _shim_missing(self):
+        """Calls of names the bundled ROCm shim does not declare (functions of the ROCm fork's backend that name no
+        registry function): Clang makes a recovery expression of each, which no walk event sees, so they are read
+        from its errors; the index confirms the witness's candidate there and the parse notes list the names."""
+        if not self.reads_rocm_shim:
+            return
+        for rel, lines in self.error_lines.items():
+            for line, message in lines:
+                m = _NOT_IN_SHIM.match(message)
+                if m and self.conv.target_kind_by_name(m.group(1)) is None:
+                    self.res.shim_missing.append((rel, line, f"{SHIM_NAMESPACE}::{m.group(1)}"))
 
     def rel(self, f) -> Optional[str]:
         """Project-relative path of a clang File (or name), None outside the project."""
@@ -256,6 +278,32 @@ class UnitContext:
             if ch.kind.is_expression() or ch.kind == K.INIT_LIST_EXPR:
                 return ch
         return None
+
+    def decomposition(self, c):
+        """(the names it binds, its initialiser) of a structured binding ``auto [a, b] = init;``, else None.
+
+        libclang 18 exposes the DecompositionDecl and each BindingDecl as unexposed declarations: the
+        decomposition's children are its bindings (unexposed declarations without children) and the initialiser."""
+        K = self.K
+        if c.kind != K.UNEXPOSED_DECL:
+            return None
+        names, init = [], None
+        for ch in c.get_children():
+            if ch.kind == K.UNEXPOSED_DECL:
+                names.append(ch)
+            elif ch.kind.is_expression() or ch.kind == K.INIT_LIST_EXPR:
+                init = ch
+        return (names, init) if names and init is not None else None
+
+    def is_binding(self, r) -> bool:
+        """``r`` is a name a structured binding of this unit declares (a use of it reads the initialiser's value)."""
+        return r.kind == self.K.UNEXPOSED_DECL and r.get_usr() in self.bindings
+
+    def missing_from_shim(self, name: str, line: int, path: str) -> bool:
+        """An unresolved call at ``path:line`` of ``name``, a name the bundled ROCm shim does not declare
+        (:meth:`_shim_missing`)."""
+        return bool(name) and any((p, at, q.rsplit("::", 1)[-1]) == (path, line, name)
+                                  for p, at, q in self.res.shim_missing)
 
     def has_throw(self, s) -> bool:
         """The branch throws at its top level (a refusal), not somewhere nested."""

@@ -1,7 +1,7 @@
 """What one parse of a translation unit takes and gives: the job, the registry names it needs, the raw facts.
 
 :class:`ParseJob` and :class:`Conventions` go to a parser worker; :class:`TUResult`
-comes back, picklable and cacheable (``kernel_ports.cachefmt`` names these classes
+comes back, picklable and cacheable (``kernel_ports.cache.format`` names these classes
 ``model.<Class>``), with the facts whose evidence is local to the unit and the
 per-function summaries (:class:`FunctionInfo`, :class:`CallEdge` with the
 :class:`Guard` they sit under) that :mod:`kernel_ports.index` joins across units.
@@ -160,6 +160,7 @@ class TUResult:
     seam_calls: list = field(default_factory=list)
     seen: set = field(default_factory=set)  # (path, line, kind) confirmed typed constructs
     untyped: list = field(default_factory=list)  # (path, line, column, kind, name, reason)
+    shim_missing: list = field(default_factory=list)  # (path, line, qualified name): calls the ROCm shim cannot declare
     skipped: dict = field(default_factory=dict)  # path -> [(first_line, last_line)]
     first_errors: list = field(default_factory=list)  # the first Clang errors, "path:line: message"
     error_lines: dict = field(default_factory=dict)  # project path -> [(line, message)] of its Clang errors (capped)

@@ -66,7 +66,7 @@ def sources(w, e, ctx, depth=0, shallow=False) -> frozenset:
             return frozenset({("param", idx if idx is not None else -1)})
         if r.kind == K.TEMPLATE_NON_TYPE_PARAMETER:
             return frozenset({("tparam", r.spelling)})
-        if r.kind == K.VAR_DECL:
+        if r.kind == K.VAR_DECL or w.is_binding(r):
             u = r.get_usr()
             init = ctx.locals.get(u)
             if init is None or shallow and depth > 2:

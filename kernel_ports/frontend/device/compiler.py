@@ -4,7 +4,7 @@ Discovery follows ROCm's own layout: ``$ROCM_PATH/bin/hipcc``, ``/opt/rocm/bin/h
 ``PATH``. hipcc picks NVIDIA's toolchain when it finds ``nvcc``, so every run sets ``HIP_PLATFORM=amd``. The
 flags are fixed here (MLX's ROCm JIT options, the device side only); nothing from the tree, the registry or the
 cache is added to the command line, so no plugin or ``-load`` can reach it. A compile runs in a scratch
-directory with the parsers' timeout and memory budget (:mod:`kernel_ports.limits`).
+directory with the parsers' timeout and memory budget (:mod:`kernel_ports.scope.limits`).
 """
 
 from __future__ import annotations

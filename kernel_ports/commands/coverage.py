@@ -66,7 +66,7 @@ def matrix_rows(registry, index) -> list[KernelRow]:
 
 
 def render_matrix(rows: list[KernelRow], fmt: str) -> str:
-    """markdown or json; the html page is `kernel_ports.dashboard`."""
+    """markdown or json; the html page is `kernel_ports.commands.dashboard`."""
     if fmt == "json":
         return json.dumps({"version": 1, "backends": list(BACKENDS), "kernels": [asdict(r) for r in rows]}, indent=2) + "\n"
     header = ["kernel", "table", *BACKENDS, "any-wave", "predicates", "dispatch sites"]

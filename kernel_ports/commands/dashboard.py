@@ -1,7 +1,7 @@
 """`kernel-ports matrix --format html`: the coverage dashboard, one self-contained page.
 
 The page is built from the same data as the markdown matrix and `status
-rocm` (`kernel_ports.coverage`) and the findings of `check` on the same
+rocm` (`kernel_ports.commands.coverage`) and the findings of `check` on the same
 tree, so it cannot tell a different story. It needs no network and no
 script: styles are inline, per-kernel detail is plain sections linked from
 the matrix. Everything that comes from the tree or the registry (names,

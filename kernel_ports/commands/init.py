@@ -3,7 +3,7 @@
 `initial_registry` builds an in-memory registry from defaults (SPEC §2/§4)
 and the command-line flags, so no file is needed; `build_init` runs scope,
 build inference and the index on it and renders a complete registry
-(`kernel_ports.registry_text`): every port table as a kernel, the launcher
+(`kernel_ports.registry.text`): every port table as a kernel, the launcher
 files, and the helper files and test-seam files it can infer. What the code
 declares is read from `kernel_ports.surface`, the module the drift rules
 (KP301–KP306) judge with, so a registry `init` writes is one they accept.
@@ -24,9 +24,9 @@ from kernel_ports.registry.model import (
     TestSeam,
     root_path_problem,
 )
-from kernel_ports.registry_text import render_registry
+from kernel_ports.registry.text import render_registry
 from kernel_ports.surface import code_surface, kernel_entry, unique_names
-from kernel_ports.sync import SyncError
+from kernel_ports.commands.sync import SyncError
 
 DEFAULT_SEAMS = ("set_rocm_port_warp_size_for_tests",)
 DEFAULT_SEAM_TESTS = ("tests/**", "**/*_tests.rs", "**/test_support/**")
@@ -184,6 +184,7 @@ def build_init(opts: InitOptions, jobs=2, use_cache=True, cache_dir=None) -> tup
     from kernel_ports.project import Options, build_project_index
     from kernel_ports.scope import resolve_scope
 
+    from kernel_ports.checkers import CONVENTION_CODES, convention_note, convention_waits
     from kernel_ports.frontend.witness import WitnessNames
     from kernel_ports.infer import infer_build, registry_comments, with_inferred
 
@@ -205,6 +206,8 @@ def build_init(opts: InitOptions, jobs=2, use_cache=True, cache_dir=None) -> tup
     if unanalyzable:
         notes.append(f"{len(unanalyzable)} file(s) could not be analyzed, so their tables are missing here: "
                      + ", ".join(unanalyzable[:5]) + (" ..." if len(unanalyzable) > 5 else ""))
+    if convention_waits(registry, index):
+        notes.append(convention_note(CONVENTION_CODES))
     if surface.unresolved_selectors:
         notes.append(f"{len(surface.unresolved_selectors)} select_kernel_port call(s) read a table that could not be "
                      "resolved; they are not listed under any kernel: "

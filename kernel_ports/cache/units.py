@@ -1,6 +1,6 @@
 """The per-file data cache of the index: where entries live, how their keys are made, the front ends' version.
 
-Entries are data (:mod:`kernel_ports.cachefmt` owns the format): nothing read can run. This module owns the
+Entries are data (:mod:`kernel_ports.cache.format` owns the format): nothing read can run. This module owns the
 key helpers every stage uses (the witness's, the Clang parses', the dependency-keyed copies) and
 :data:`FRONTEND_VERSION`, which folds the front ends' own source into every key.
 """
@@ -12,11 +12,12 @@ import hashlib
 from pathlib import Path
 from typing import Optional
 
-from kernel_ports import __version__, cachefmt
+from kernel_ports import __version__
+from kernel_ports.cache import format as cachefmt
 
 # the sources whose every change can change what a front end records; the packages are globbed in code_digest
 _FRONT_END_SOURCES = ("facts.py", "frontend/witness.py", "frontend/hip.py", "frontend/rust.py",
-                      "frontend/focus.py", "frontend/headers.py", "frontend/isolation.py")
+                      "frontend/focus.py", "frontend/headers.py", "frontend/isolation.py", "cache/units.py")
 _FRONT_END_PACKAGES = ("index", "frontend/clang")
 
 
@@ -57,7 +58,7 @@ def sha(data: bytes) -> str:
 
 
 class FileCache:
-    """Per-file results under ``<cache>/data-v2``, as data (:mod:`kernel_ports.cachefmt`): nothing read can run.
+    """Per-file results under ``<cache>/data-v2``, as data (:mod:`kernel_ports.cache.format`): nothing read can run.
 
     A Clang result's key is the file's path and content hash, the tool
     version, the registry's compile section and conventions, the stub set and

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from kernel_ports.registry_text import yaml_scalar
+from kernel_ports.registry.text import yaml_scalar
 
 
 def _guess_indent(text: str) -> tuple:

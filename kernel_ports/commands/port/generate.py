@@ -5,7 +5,7 @@ Everything the generator needs is in the project index: the table and its
 and the body constant that call compiles. From them it plans, as text:
 
 * the body constant for the new backend, the source body passed through the
-  rename table of `kernel_ports.port.renames` (for ROCm, in `<stem>_hip.h`
+  rename table of `kernel_ports.commands.port.renames` (for ROCm, in `<stem>_hip.h`
   next to the launcher, the way the engine names its other HIP headers; a
   second kernel of the same launcher adds its constant to that header);
 * the holder and its accessor, cloned from the source backend's, behind the
@@ -19,7 +19,7 @@ and the body constant that call compiles. From them it plans, as text:
   KP105 patterns of `checkers.lane_ops`), or saying there are none and the
   mark may be set after a run at wavefront width 64.
 
-`kernel_ports.port.apply` then builds the edited tree in a scratch copy,
+`kernel_ports.commands.port.apply` then builds the edited tree in a scratch copy,
 re-indexes it, refreshes the registry through the code `sync --write` uses,
 and prints a diff or writes the files.
 """
@@ -32,9 +32,9 @@ from pathlib import Path, PurePosixPath
 
 from kernel_ports.checkers.lane_ops import find_lane_ops, lane_op_patterns
 from kernel_ports.frontend.hip import scan_body
-from kernel_ports.port import shape
-from kernel_ports.port.edits import AnchorError, FileEdit, line_number, offset_of
-from kernel_ports.port.renames import RenameError, apply_renames, hip_only_names, table_for
+from kernel_ports.commands.port import shape
+from kernel_ports.commands.port.edits import AnchorError, FileEdit, line_number, offset_of
+from kernel_ports.commands.port.renames import RenameError, apply_renames, hip_only_names, table_for
 from kernel_ports.surface import code_surface, match_kernels
 
 SOURCE_FOR = {"rocm": "cuda", "cuda": "rocm"}

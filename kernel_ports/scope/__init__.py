@@ -5,6 +5,9 @@ tree the listing comes from git, so `.gitignore` is honoured; elsewhere the
 tree is walked. Symbolic links are followed only while they stay inside the
 root, and a directory seen twice (a link loop) is entered once. A file in
 scope that is binary, not UTF-8 or too large is a KP901 finding: fail closed.
+
+Beside the listing, the bounds on what the inputs may make the check do: :mod:`.limits` (the tree, a parse,
+a worker), :mod:`.globs` (the registry's glob patterns), :mod:`.compile_db` (``compile_commands.json``).
 """
 
 from __future__ import annotations
@@ -15,8 +18,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from kernel_ports.findings import Finding
-from kernel_ports.globs import Glob
-from kernel_ports.limits import Limits, LimitError, how_to_raise, lost, lost_message
+from kernel_ports.scope.globs import Glob
+from kernel_ports.scope.limits import Limits, LimitError, how_to_raise, lost, lost_message
 
 # The one list of C-family files: what is in scope is what the witness and Clang read (a file counted as scanned
 # that no front end reads would be a silent skip). Objective-C (``.m``) is not C++ and cannot call MLX's C++ API.
@@ -34,7 +37,7 @@ class SourceFile:
 
     @property
     def language(self) -> str:
-        return "rust" if Path(self.path).suffix in RUST_SUFFIXES else "cpp"
+        return "rust" if Path(self.path).suffix.lower() in RUST_SUFFIXES else "cpp"
 
     @property
     def text(self) -> str:
@@ -64,7 +67,8 @@ def matches(path: str, patterns) -> bool:
 
 
 def is_source(path: str) -> bool:
-    suffix = Path(path).suffix
+    """A file the check reads, by its suffix in any case (`.C`, `.H`, `.CPP` are C++ as much as `.cpp`)."""
+    suffix = Path(path).suffix.lower()
     return suffix in CPP_SUFFIXES or suffix in RUST_SUFFIXES
 
 

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from kernel_ports.port.edits import (
+from kernel_ports.commands.port.edits import (
     AnchorError,
     expect,
     line_end,

@@ -10,7 +10,7 @@ in-scope file's content hash, and a signature (size, modification time, inode)
 of each outside include directory and of libclang. A lookup lists the scope
 again exactly as :func:`kernel_ports.scope.resolve_scope` does, hashes the
 files and compares; if anything differs, or the entry is missing or damaged
-(:mod:`kernel_ports.cachefmt`), it is a miss and the check runs in full, every
+(:mod:`kernel_ports.cache.format`), it is a miss and the check runs in full, every
 per-file entry still serving.
 
 This module imports only the scope listing, the findings and the cache format:
@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-from kernel_ports import cachefmt
+from kernel_ports.cache import format as cachefmt
 
 ENTRY_DIR = "check"
 # variables that change which headers a parse reads, or make a parse fail on purpose (a test hook)
@@ -40,7 +40,7 @@ def _sha(data: bytes) -> str:
 
 def tool_digest() -> str:
     """The package's own files (code, schema, stub headers, rule texts): another build of the tool is another key."""
-    here = os.path.dirname(os.path.abspath(__file__))
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the package, not this folder of it
     h = hashlib.sha256(sys.version.encode())
     for d, dirs, files in sorted(os.walk(here)):
         dirs[:] = [x for x in dirs if x != "__pycache__"]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from kernel_ports.findings import RULES
 
-DOCS = Path(__file__).parent / "checkers" / "docs"
+DOCS = Path(__file__).parent / "docs"
 
 
 def explain_text(code: str, missing_ok: bool = False) -> str:

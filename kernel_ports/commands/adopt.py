@@ -1,12 +1,8 @@
-"""Adopting the gate on a tree as it is: what holds without the convention, and today's findings as a baseline.
+"""Adopting the gate on a tree as it is: today's findings as a baseline.
 
-* ``untabled_notes``: the summary lines for launches outside any port table
-  and for the lane-level operations of HIP bodies when no table exists to
-  mark them, so a tree without the convention still says what was judged.
-* ``symbol_of`` / ``annotate_symbols``: the construct a finding sits in (its
-  function, or the namespace-level declaration such as a table or a kernel
-  body constant), read from the tree-sitter parse tree, so a baseline
-  exemption names a construct and not a line that any edit above it moves.
+What holds without the convention (``untabled_notes``) and the construct a finding sits in
+(``annotate_symbols``) are part of every check, in :mod:`kernel_ports.project`.
+
 * ``baseline_exemptions`` / ``add_exemptions``: every current finding as a
   registry exemption, added in ruamel.yaml's round-trip mode so the rest of
   the registry keeps its comments and order.
@@ -15,7 +11,6 @@
 from __future__ import annotations
 
 import io
-from dataclasses import replace
 from pathlib import Path
 
 BASELINE_REASON = "present when the gate was adopted"
@@ -23,106 +18,6 @@ BASELINE_REASON = "present when the gate was adopted"
 # exemption for them would let every new violation there pass unseen, so they are fixed (headers, include dirs,
 # defines), never recorded
 _NOT_BASELINED = ("KP401", "KP402", "KP901", "KP902")
-
-
-def untabled_notes(index, registry) -> list:
-    """Summary notes: launches that reach no port table; lane-level operations when there are no tables."""
-    out = []
-    outside = [i for i in index.invocations if not [t for t in i.tables if t != "unknown"]]
-    if outside:
-        first = min(outside, key=lambda i: (i.loc.path, i.loc.line))
-        out.append(f"{len(outside)} of {len(index.invocations)} launch(es) reach no port table (first {first.loc}); "
-                   "their dtype keys (KP201/KP202) are judged as if they may run on every dtype-blind backend")
-    if not index.port_tables:
-        from kernel_ports.checkers.lane_ops import find_lane_ops, lane_op_patterns
-
-        hip = {fc_source for fc in index.factory_calls if fc.backend == "rocm" for fc_source in fc.source_constants}
-        bodies = [h for h in index.hip_sources if h.name in hip or "HIP" in h.name.upper()]
-        using = [(h, uses) for h in bodies if (uses := find_lane_ops(h.tokens, h.token_lines, lane_op_patterns(registry)))]
-        if bodies:
-            text = f"{len(bodies)} HIP bod(ies) read, {len(using)} with lane-level operations"
-            if using:
-                h, uses = using[0]
-                text += f" (first {h.name} at {h.loc.path}:{uses[0].line or h.loc.line}: `{uses[0].text}`)"
-            out.append(text + "; no port table marks a body runnable at any wavefront width, so KP105 judges none")
-    return out
-
-
-# --------------------------------------------------------------------------
-# the construct a finding sits in
-# --------------------------------------------------------------------------
-
-
-def _name_of_definition(node) -> str | None:
-    from kernel_ports.frontend.witness import _declarator_name, _function_declarator
-
-    if node.type == "function_definition":
-        _, inner = _function_declarator(node.child_by_field_name("declarator"))
-        if inner is None:
-            return None
-        return inner.text.decode("utf-8", "replace").split("<")[0].strip()
-    if node.type in ("declaration", "field_declaration"):
-        names = [_declarator_name(d) for d in node.children_by_field_name("declarator")]
-        names = [n for n in names if n]
-        return names[0] if names else None
-    return None
-
-
-def symbols_of_lines(data: bytes, lines) -> dict:
-    """line -> the innermost function (else the outermost declaration) around it, qualified by its namespaces and
-    classes as written around it (a `ns::f` definition keeps its own qualifier)."""
-    from kernel_ports.frontend.witness import cpp_parser
-
-    tree = cpp_parser().parse(data)
-    out = {}
-    for line in set(lines):
-        row = line - 1
-        node, function, declaration, classes = tree.root_node, None, None, []
-        while True:
-            inner = next((c for c in node.named_children if c.start_point.row <= row <= c.end_point.row), None)
-            if inner is None:
-                break
-            node = inner
-            if node.type == "function_definition":
-                function = _name_of_definition(node)
-            elif node.type in ("declaration", "field_declaration") and declaration is None and function is None:
-                declaration = _name_of_definition(node)
-            elif node.type in ("class_specifier", "struct_specifier", "namespace_definition") and function is None:
-                n = node.child_by_field_name("name")
-                if n is not None:  # an anonymous namespace adds nothing
-                    classes.append(n.text.decode("utf-8", "replace"))
-        name = function or declaration
-        if name and classes and "::" not in name:
-            name = "::".join(classes + [name])
-        out[line] = name
-    return out
-
-
-def annotate_symbols(findings, registry, only_needed: bool = True) -> list:
-    """The findings with ``symbol`` filled (when ``only_needed``: only those an exemption with a symbol could match)."""
-    wanted = [e for e in registry.exemptions if e.symbol] if only_needed else None
-    if only_needed and not wanted:
-        return list(findings)
-    from kernel_ports.findings import path_matches
-
-    need: dict = {}
-    for f in findings:
-        if wanted is None or any(e.rule == f.rule and path_matches(e.path, f.path) for e in wanted):
-            need.setdefault(f.path, set()).add(f.line)
-    symbols: dict = {}
-    from kernel_ports.scope import MAX_FILE_BYTES
-
-    for path, lines in need.items():
-        target = Path(registry.root) / path
-        try:
-            # findings name files in scope, which scope has judged; the size bound keeps any other path harmless
-            if not target.is_file() or target.stat().st_size > MAX_FILE_BYTES:
-                continue
-            data = target.read_bytes()
-        except OSError:
-            continue
-        symbols[path] = symbols_of_lines(data, lines)
-    return [replace(f, symbol=symbols.get(f.path, {}).get(f.line)) if f.path in symbols else f for f in findings]
 
 
 # --------------------------------------------------------------------------
@@ -133,6 +28,8 @@ def annotate_symbols(findings, registry, only_needed: bool = True) -> list:
 def baseline_exemptions(findings, registry, scope_paths: set, tracking: str) -> list:
     """One exemption dict per (rule, path, construct) of the findings that are about code in scope."""
     seen = {}
+    from kernel_ports.project import annotate_symbols
+
     for f in annotate_symbols([f for f in findings if f.path in scope_paths and f.rule not in _NOT_BASELINED],
                               registry, only_needed=False):
         key = (f.path, f.rule, f.symbol or "")
@@ -153,7 +50,7 @@ def add_exemptions(text: str, entries: list) -> str:
     from ruamel.yaml.comments import CommentedMap, CommentedSeq
     from ruamel.yaml.scalarstring import DoubleQuotedScalarString as DQ
 
-    from kernel_ports.yaml_roundtrip import as_block_list, round_trip_yaml
+    from kernel_ports.registry.roundtrip import as_block_list, round_trip_yaml
 
     y = round_trip_yaml(text)
     doc = y.load(text)

@@ -3,7 +3,7 @@
 The scratch copy holds the files the check reads (those in scope and the
 project headers they include), with the plan's edits applied. It is indexed
 and checked like the real tree, so the registry entry comes from the same
-code as `sync --write` (`kernel_ports.sync.compute_sync`) and the new port
+code as `sync --write` (`kernel_ports.commands.sync.compute_sync`) and the new port
 is confirmed to be what the rules see: a `.rocm` slot whose holder reaches
 `hip_kernel` compiling the new body constant. Nothing is written into the
 user's tree unless asked, an existing file is never replaced by a new one
@@ -19,8 +19,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernel_ports.port.edits import unified
-from kernel_ports.port.generate import LABEL, Plan, PortError, plan_port
+from kernel_ports.commands.port.edits import unified
+from kernel_ports.commands.port.generate import LABEL, Plan, PortError, plan_port
 
 
 @dataclass
@@ -84,7 +84,7 @@ def run_port(registry, kernel: str, target: str, options) -> Outcome:
     from kernel_ports.project import Options, analyze
     from kernel_ports.registry.load import load_registry
     from kernel_ports.scope import resolve_scope
-    from kernel_ports.sync import compute_sync
+    from kernel_ports.commands.sync import compute_sync
 
     policy = Policy(severity=registry.severity)
     opts = Options(policy=policy, jobs=options.jobs, use_cache=options.use_cache, cache_dir=options.cache_dir,
@@ -113,7 +113,7 @@ def run_port(registry, kernel: str, target: str, options) -> Outcome:
 
 def write_port(outcome: Outcome, registry) -> list:
     """Write the plan into the tree; returns what was written, one line each."""
-    from kernel_ports.sync import write_atomically
+    from kernel_ports.commands.sync import write_atomically
 
     root = Path(registry.root)
     done = []

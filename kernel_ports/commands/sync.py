@@ -5,7 +5,7 @@
 a registry it writes is one they accept) and rewrites only the values that
 mirror code: each matched kernel's file, ports, dispatch sites, wave mark and
 pin, predicates; kernels gone from or new in the code; launcher files. The
-rewrite is a ruamel.yaml round trip (`kernel_ports.yaml_roundtrip`), so
+rewrite is a ruamel.yaml round trip (`kernel_ports.registry.roundtrip`), so
 comments, key order, exemptions, severities and the compile/conventions
 sections stay as people wrote them. `validate_text` loads the result before
 `write_atomically` replaces the file; `init` and `port` write with it too.
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kernel_ports.registry.model import BACKENDS
-from kernel_ports.registry_text import render_kernel
+from kernel_ports.registry.text import render_kernel
 from kernel_ports.surface import (
     code_surface,
     diff_dispatch,
@@ -30,7 +30,7 @@ from kernel_ports.surface import (
     match_kernels,
     same_port,
 )
-from kernel_ports.yaml_roundtrip import (
+from kernel_ports.registry.roundtrip import (
     as_block_list,
     blank_line_before,
     double_quoted,

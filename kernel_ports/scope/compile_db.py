@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import shlex
 
-from kernel_ports.limits import InputError
+from kernel_ports.scope.limits import InputError
 
 MAX_BYTES = 256 * 1024 * 1024
 
