@@ -84,12 +84,14 @@ def _add_others(sub) -> None:
     matrix.add_argument("--output", default=None)
     matrix.add_argument("--link-template", default=None, metavar="URL",
                         help="html: link file:line through this URL, e.g. https://github.com/o/r/blob/main/{path}#L{line}")
+    _device_flag(matrix)
 
     status = sub.add_parser("status", help="per-kernel checklist for adding a backend's ports")
     _common(status)
     status.add_argument("backend", choices=("rocm",), help="the backend being ported to")
     status.add_argument("--format", choices=("text", "json"), default="text")
     status.add_argument("--output", default=None)
+    _device_flag(status)
 
     port = sub.add_parser("port", help="generate a kernel's port for a backend from its port for another")
     _common(port)

@@ -232,3 +232,55 @@ def test_second_check_reads_every_build_from_the_cache(clean, kp_cache):
     assert again.summary["device"]["compiles"] == 0
     assert again.summary["device"]["cached"] == first.summary["device"]["compiles"] + first.summary["device"]["cached"]
     assert [b.sgprs for b in again.index.device_builds] == [b.sgprs for b in first.index.device_builds]
+
+
+# -- what a developer adding ports sees: the ROCm checklist and the dashboard --------------------------------------
+
+def _checklist(copy, result):
+    from kernel_ports.commands.coverage import rocm_checklist
+
+    registry = load_registry(copy.registry_path, root_override=str(copy.root))
+    return {k: {i.name: i for i in items} for k, items in rocm_checklist(registry, result.index, result.findings).items()}
+
+
+@needs_hipcc
+def test_checklist_shows_each_target_build_and_occupancy(clean):
+    items = _checklist(*clean)
+    swiglu = items["swiglu"]["device build"]
+    assert swiglu.done and "gfx1030: built" in swiglu.detail and "gfx90a: built" in swiglu.detail
+    assert "occupancy 16" in swiglu.detail  # gfx1030's figure for this body, from the resource remarks
+    assert items["sdpa_exact"]["device build"].detail == "no .rocm port to build"
+    assert not items["sdpa_exact"]["device build"].done
+
+
+@needs_hipcc
+def test_checklist_device_item_not_done_where_a_body_breaks(broken):
+    copy, result = broken
+    item = _checklist(copy, result)["swiglu"]["device build"]
+    assert not item.done and "KP501" in item.detail
+    assert item.where == f"{SWIGLU_HIP}:{copy.line_of(SWIGLU_HIP, 't:typo')}"
+
+
+def test_checklist_without_device_builds_has_no_device_item_and_says_so(tmp_path, capsys):
+    from kernel_ports import cli
+
+    copy = engine_copy(tmp_path)
+    code = cli.main(["status", "rocm", "--registry", str(copy.registry_path), "--root", str(copy.root)])
+    out = capsys.readouterr().out
+    assert code == 0 and "device build" not in out
+    assert out.rstrip().endswith("HIP bodies not built: add --device-compile rocm (or compile.device.rocm in the "
+                                 "registry) for each target's build")
+
+
+@needs_hipcc
+def test_dashboard_has_a_build_column_per_target(clean):
+    from kernel_ports.commands.coverage import matrix_rows, rocm_checklist
+    from kernel_ports.commands.dashboard import render_dashboard
+
+    copy, result = clean
+    registry = load_registry(copy.registry_path, root_override=str(copy.root))
+    page = render_dashboard(matrix_rows(registry, result.index), rocm_checklist(registry, result.index, result.findings),
+                            result.findings, result.summary)
+    assert "<th>ROCm build (per target)</th>" in page and "HIP bodies built for gfx1030, gfx90a" in page
+    assert page.count('data-col="rocm-build"') == len(matrix_rows(registry, result.index))
+    assert 'data-col="rocm-build" class="cell state-port"' in page

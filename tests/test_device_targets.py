@@ -65,3 +65,51 @@ def test_installed_device_libraries():
     if not found:
         pytest.skip("no ROCm device libraries: apt-get install rocm-device-libs (with hipcc, libamdhip64-dev)")
     assert {"gfx1030", "gfx90a"} <= set(found)
+
+
+# -- what init writes ---------------------------------------------------------------------------------------------
+
+def _init(tmp_path, monkeypatch, capsys):
+    import yaml
+
+    from kernel_ports import cli
+    from tests.mutate import engine_copy
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    copy = engine_copy(tmp_path / "copy")
+    (copy.root / "CMakeLists.txt").write_text('set(AMDGPU_TARGETS "gfx1100;gfx90a" CACHE STRING "")\n')
+    out = tmp_path / "reg.yaml"
+    code = cli.main(["init", "--root", str(copy.root), "--output", str(out)])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    text = out.read_text(encoding="utf-8")
+    return yaml.safe_load(text), text, err, copy, out
+
+
+def test_init_writes_the_device_section_when_it_finds_hipcc(tmp_path, monkeypatch, capsys):
+    from kernel_ports.frontend.device.compiler import CompilerMissing, find_compiler
+
+    try:
+        find_compiler("auto")
+    except CompilerMissing:
+        pytest.skip("needs Debian's hipcc, libamdhip64-dev and rocm-device-libs")
+    data, text, err, copy, out = _init(tmp_path, monkeypatch, capsys)
+    assert data["compile"]["device"] == {"rocm": {"targets": ["gfx1036", "gfx90a"], "compiler": "auto"}}
+    assert "# inferred: named at CMakeLists.txt:1 as gfx1100" in text
+    assert "device target gfx1036" in err and "compile.device.rocm: the HIP bodies are built by" in err
+    # the check init ran built the bodies with what it wrote, and check accepts it
+    from kernel_ports.registry.load import load_registry
+
+    registry = load_registry(out)
+    assert registry.compile.device_rocm.targets == ("gfx1036", "gfx90a")
+    assert "device builds:" in err and "for gfx1036, gfx90a" in err
+
+
+def test_init_without_a_hip_compiler_says_so_and_writes_no_device_section(tmp_path, monkeypatch, capsys):
+    from kernel_ports.frontend.device import compiler
+
+    monkeypatch.setattr(compiler, "candidates", lambda setting="auto": [str(tmp_path / "no-hipcc")])
+    data, text, err, _, _ = _init(tmp_path, monkeypatch, capsys)
+    assert "device" not in data["compile"]
+    assert "compile.device not written: no HIP compiler found" in err
+    assert "# NOTE: compile.device not written" in text

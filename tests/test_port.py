@@ -125,6 +125,37 @@ def test_diff_only_writes_nothing(tmp_path, capsys):
     assert "lane operations: none" in err
 
 
+def _hipcc_or_skip():
+    from kernel_ports.frontend.device.compiler import DEBIAN_PACKAGES, CompilerMissing, find_compiler
+
+    try:
+        find_compiler()
+    except CompilerMissing:
+        pytest.skip(f"building the generated HIP body needs hipcc: apt install {DEBIAN_PACKAGES}")
+
+
+def test_the_generated_hip_body_is_built_for_both_targets(tmp_path, capsys):
+    _hipcc_or_skip()
+    code, _, err = run(capsys, engine_copy(tmp_path), "port", "rocm", "sdpa_exact")
+    assert code == 0, err
+    (line,) = [x for x in err.splitlines() if "built SDPA_EXACT_HIP_SOURCE:" in x]
+    assert "gfx1030: built (" in line and "gfx90a: built (" in line and "occupancy" in line
+    assert "KP501" not in err
+
+
+def test_a_generated_body_that_does_not_build_is_reported(tmp_path, capsys):
+    _hipcc_or_skip()
+    # the CUDA body calls a function HIP does not have: the generated port carries it, and its build says so
+    copy = engine_copy(tmp_path, Mutation("src/lib/mlx-cpp/turbo/attention.cpp",
+                                          'SDPA_EXACT_CUDA_SOURCE = R"(\n  const int d = threadIdx.x;\n',
+                                          'SDPA_EXACT_CUDA_SOURCE = R"(\n  const int d = __cuda_only_lane(threadIdx.x);\n'))
+    code, _, err = run(capsys, copy, "port", "rocm", "sdpa_exact")
+    assert code == 0, err
+    assert "gfx1030: no variant built (failed)" in err
+    (finding,) = [x for x in err.splitlines() if "check on the ported tree:" in x and "[KP501]" in x]
+    assert "__cuda_only_lane" in finding and "attention" in finding
+
+
 def test_lane_operations_are_renamed_listed_and_keep_the_port_unmarked(tmp_path, capsys):
     shuffle = Mutation("src/lib/mlx-cpp/turbo/sampling.cpp",
                        "  const int row = blockIdx.x * blockDim.x + threadIdx.x;\n  float best = -INFINITY;\n",

@@ -113,7 +113,7 @@ def rocm_checklist(registry, index, findings) -> dict:
         hip_found = [n for n in hip_names if index.hip_source(n)]
         kernel = registry.kernel_for_table(row.table)
         own = [f for f in findings if f.kernel == row.kernel or (table and f.path == table.file)]
-        lane_problems = [f for f in own if f.rule == "KP105"]
+        lane_problems = [f for f in own if f.rule in ("KP105", *DEVICE_CODES)]
         invocations = [i for i in index.invocations if row.table in i.tables]
         # Judged as if the table had a ROCm port already: a Metal-only launch
         # with no dtype key is not a finding today, but it is work for the port.
@@ -135,8 +135,9 @@ def rocm_checklist(registry, index, findings) -> dict:
             ),
             Item(
                 "wave-size decision",
-                slot is not None and not lane_problems,
-                ("marked rocm_any_wave_size" if row.rocm_any_wave_size else "wave32 only (unmarked)") + ("; lane operations found (KP105)" if lane_problems else ""),
+                slot is not None and not [f for f in lane_problems if f.rule in ("KP105", "KP502")],
+                ("marked rocm_any_wave_size" if row.rocm_any_wave_size else "wave32 only (unmarked)")
+                + "".join(sorted({f"; {_WAVE_PROBLEM[f.rule]}" for f in lane_problems if f.rule in _WAVE_PROBLEM})),
             ),
             Item(
                 "registry entry",
@@ -144,6 +145,9 @@ def rocm_checklist(registry, index, findings) -> dict:
                 f"{kernel.where.path}:{kernel.where.line}" if kernel else "not in the registry",
             ),
         ]
+        built = device_build_item(index, row, own)
+        if built is not None:
+            items.append(built)
         steps = _NextSteps(registry, index, row, table, kernel, lane_problems, invocations, dtype_problems)
         by_kernel[row.kernel] = [i if i.done else replace(i, **steps.of(i.name)) for i in items]
     return by_kernel
@@ -156,6 +160,7 @@ class _NextSteps:
         self.row, self.table, self.kernel = row, table, kernel
         self.registry, self.lane, self.dtype = registry, lane_problems, dtype_problems
         self.invocations = invocations
+        self.device = [f for f in lane_problems if f.rule in DEVICE_CODES]
         cuda = table.slots.get("cuda") if table else None
         self.cuda = cuda
         self.table_at = f"{table.loc.path}:{table.loc.line}" if table else (
@@ -178,6 +183,7 @@ class _NextSteps:
             "predicate reads the table": (self.table_at, f"answer the support predicate with has_kernel_port({self.row.table}())"),
             "dtype keys on every invocation": self._dtype(),
             "wave-size decision": self._wave(),
+            "device build": self._device(),
             "registry entry": (f"{self.kernel.where.path}:{self.kernel.where.line}" if self.kernel else str(self.registry.path),
                                "run `kernel-ports sync --write` and review the registry diff"),
         }[name]
@@ -189,6 +195,13 @@ class _NextSteps:
         first = sorted(self.dtype)[0].split(" ")[0] if self.dtype else self.table_at
         return first, "name an input dtype in the launch's template args, e.g. {\"T\", x.dtype()}"
 
+    def _device(self) -> tuple:
+        if self.device:
+            f = self.device[0]
+            return f"{f.path}:{f.line}", (f"fix the HIP body for what {f.rule} says (the compiler's message and the "
+                                          "assignment are in `kernel-ports check --device-compile rocm`)")
+        return self.table_at, "add the .rocm port first; its HIP body is then built for every target"
+
     def _wave(self) -> tuple:
         if self.lane:
             f = self.lane[0]
@@ -197,7 +210,48 @@ class _NextSteps:
                                "after a run at wavefront width 64 when the body uses no lane operation")
 
 
-def render_checklist(checklist: dict, fmt: str) -> str:
+DEVICE_CODES = ("KP501", "KP502")
+_WAVE_PROBLEM = {"KP105": "lane operations found (KP105)", "KP502": "contradicted on 64 lanes (KP502)"}
+
+
+def device_build_item(index, row, own_findings) -> Item | None:
+    """Per target: how the HIP bodies the table's .rocm slot reaches built (only when a device build ran)."""
+    info = getattr(index, "device", None) or {}
+    if not info.get("compiler"):
+        return None
+    builds = [b for b in index.device_builds if row.table in b.tables]
+    problems = [f for f in own_findings if f.rule in DEVICE_CODES]
+    targets = list(dict.fromkeys([*info.get("targets", ()), *(b.target for b in builds)]))
+    per_target = [target_state(t, [b for b in builds if b.target == t], row.rocm_any_wave_size)
+                  for t in targets if any(b.target == t for b in builds)]
+    detail = "; ".join(per_target) or ("no HIP body reached from the .rocm slot was built" if row.ports.get("rocm")
+                                       else "no .rocm port to build")
+    if problems:
+        detail += "; " + ", ".join(sorted({f.rule for f in problems}))
+    return Item("device build", bool(builds) and not problems, detail)
+
+
+def _span(values) -> str:
+    got = sorted({v for v in values if v is not None})
+    if not got:
+        return "?"
+    return str(got[0]) if got[0] == got[-1] else f"{got[0]}-{got[-1]}"
+
+
+def target_state(target: str, builds: list, marked: bool) -> str:
+    built = [b for b in builds if b.result == "built"]
+    if built:
+        state = "built" if len(built) == len(builds) else f"{len(built)}/{len(builds)} variants built"
+        lanes = sorted({i for b in built for i in b.lane_intrinsics})
+        return (f"{target}: {state} (VGPRs {_span(b.vgprs for b in built)}, occupancy "
+                f"{_span(b.occupancy for b in built)}, scratch {_span(b.scratch_bytes for b in built)} B"
+                + (f", lane ops {', '.join(lanes)}" if lanes else "") + ")")
+    if all(b.at_guard for b in builds):
+        return f"{target}: stops at its wavefront guard" + ("" if marked else " (wave32 only: expected)")
+    return f"{target}: no variant built ({builds[0].result})"
+
+
+def render_checklist(checklist: dict, fmt: str, device_note: str = "") -> str:
     if fmt == "json":
         doc = {k: [asdict(i) for i in items] for k, items in checklist.items()}
         return json.dumps({"version": 1, "backend": "rocm", "kernels": doc}, indent=2) + "\n"
@@ -212,4 +266,6 @@ def render_checklist(checklist: dict, fmt: str) -> str:
             if item.next_step:
                 lines.append(f"      next: {item.where}: {item.next_step}")
     lines.append(f"{complete} of {len(checklist)} kernels have a complete ROCm port")
+    if device_note:
+        lines.append(device_note)
     return "\n".join(lines) + "\n"

@@ -136,8 +136,21 @@ def _own_findings(row, findings) -> list:
     return [f for f in findings if f.kernel == row.kernel or (f.kernel is None and row.in_code and f.path == row.file)]
 
 
+def _build_cell(items, shown: bool) -> str:
+    """The ROCm build column: each target's state from the checklist's device-build item (shown once built)."""
+    if not shown:
+        return ""
+    item = next((i for i in items if i.name == "device build"), None)
+    if item is None:
+        return '<td data-col="rocm-build" class="cell state-none">not built</td>'
+    state = "port" if item.done else ("differs" if "KP50" in item.detail else "none")
+    lines = "<br>".join(_e(part) for part in item.detail.split("; "))
+    return f'<td data-col="rocm-build" class="cell state-{state}" data-state="{state}"><span class="acc">{lines}</span></td>'
+
+
 def _matrix(rows, checklist, findings, links) -> str:
     head = "".join(f"<th>{LABEL[b]}</th>" for b in BACKENDS)
+    built = any(i.name == "device build" for items in checklist.values() for i in items)
     body = []
     for r in rows:
         items = checklist.get(r.kernel, [])
@@ -151,8 +164,10 @@ def _matrix(rows, checklist, findings, links) -> str:
             + "".join(_cell(r, b, links) for b in BACKENDS)
             + (f'<td data-col="any-wave" class="{"yes" if r.rocm_any_wave_size else "no"}">'
                f'{"yes" if r.rocm_any_wave_size else "no"}</td>')
+            + _build_cell(items, built)
             + f'<td data-col="rocm-checklist">{done}/{len(items)}</td><td data-col="findings">{count}</td></tr>')
-    return (f'<table class="matrix"><thead><tr><th>kernel</th>{head}<th>any-wave</th><th>ROCm checklist</th>'
+    build_head = "<th>ROCm build (per target)</th>" if built else ""
+    return (f'<table class="matrix"><thead><tr><th>kernel</th>{head}<th>any-wave</th>{build_head}<th>ROCm checklist</th>'
             f'<th>findings</th></tr></thead><tbody>{"".join(body)}</tbody></table>')
 
 
@@ -196,6 +211,10 @@ def render_dashboard(rows, checklist: dict, findings, summary: dict, link_templa
             f'<span class="mono">{_e(_shown(summary.get("registry", "")))}</span> · {len(rows)} kernels · '
             f'{checked.get("files_scanned", 0)} files checked · {counts.get("error", 0)} error(s), '
             f'{counts.get("warning", 0)} warning(s)')
+    device = summary.get("device") or {}
+    if device.get("compiler"):
+        meta += (f' · HIP bodies built for {_e(", ".join(device.get("targets", [])))} by '
+                 f'<span class="mono">{_e(device.get("version") or device["compiler"])}</span>')
     legend = ('<div class="legend"><span class="state-port">port in code</span><span class="state-none">no port</span>'
               '<span class="state-differs">registry differs</span></div>')
     claimed = {id(f) for r in rows for f in _own_findings(r, findings)}

@@ -11,6 +11,7 @@ declares is read from `kernel_ports.surface`, the module the drift rules
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -187,6 +188,7 @@ def build_init(opts: InitOptions, jobs=2, use_cache=True, cache_dir=None) -> tup
     from kernel_ports.checkers import CONVENTION_CODES, convention_note, convention_waits
     from kernel_ports.frontend.witness import WitnessNames
     from kernel_ports.infer import infer_build, registry_comments, with_inferred
+    from kernel_ports.infer.device_targets import device_settings
 
     registry = initial_registry(opts)
     scope = resolve_scope(registry)
@@ -195,13 +197,19 @@ def build_init(opts: InitOptions, jobs=2, use_cache=True, cache_dir=None) -> tup
                            given_defines=bool(opts.defines),
                            compile_commands=Path(opts.compile_commands) if opts.compile_commands else None)
     registry = with_inferred(registry, inferred)
+    device, device_targets = device_settings(registry.root)
+    registry = dataclasses.replace(registry, compile=dataclasses.replace(registry.compile, device_rocm=device))
     index = build_project_index(registry, scope, Options(jobs=jobs, use_cache=use_cache, cache_dir=cache_dir,
                                                          compile_commands=opts.compile_commands))
     surface = code_surface(index, scope)
     kernels = list(surface.kernels)
     unique_names(kernels)
     helper_files = tuple(opts.helper_files) if opts.helper_files is not None else infer_helper_files(registry, index, scope)
-    notes = inferred.lines()
+    notes = inferred.lines() + device_targets.lines()
+    # the registry's `# NOTE:` lines leave out the one-per-value lines of the inference, which it writes as
+    # `# inferred:` comments beside the values instead
+    registry_notes = list(inferred.notes) + list(device_targets.notes)
+    said = len(notes)
     unanalyzable = sorted({p for p, _ in index.unanalyzable} | {f.path for f in scope.findings})
     if unanalyzable:
         notes.append(f"{len(unanalyzable)} file(s) could not be analyzed, so their tables are missing here: "
@@ -212,9 +220,9 @@ def build_init(opts: InitOptions, jobs=2, use_cache=True, cache_dir=None) -> tup
         notes.append(f"{len(surface.unresolved_selectors)} select_kernel_port call(s) read a table that could not be "
                      "resolved; they are not listed under any kernel: "
                      + ", ".join(str(s.loc) for s in surface.unresolved_selectors[:5]))
-    # stderr gets every note; the registry's `# NOTE:` lines leave out the one-per-value lines of the inference,
-    # which it writes as `# inferred:` comments beside the values instead
+    comments = registry_comments(registry, inferred)
+    comments["device_targets"] = dict(device_targets.reasons)
     text = render_registry(registry, root_text_for(registry.root, opts.output), [kernel_entry(k) for k in kernels],
                            sorted(surface.launchers), helper_files, seam_files(index, registry),
-                           notes[len(inferred.lines()) - len(inferred.notes):], registry_comments(registry, inferred))
+                           registry_notes + notes[said:], comments)
     return text, notes

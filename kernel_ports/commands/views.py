@@ -53,12 +53,23 @@ def _dashboard(args) -> int:
 
     check_run_args(args)
     registry = registry_of(args)
+    device_compiler_present(args, registry)
     result = analyze(registry, run_options(args, Policy(severity=registry.severity)))
     rows = matrix_rows(registry, result.index)
     page = render_dashboard(rows, rocm_checklist(registry, result.index, result.findings), result.findings,
                             result.summary, args.link_template)
     write_output(page, args.output)
     return EXIT_CLEAN
+
+
+def device_note(index) -> str:
+    """What the checklist says when the HIP bodies were not built."""
+    info = getattr(index, "device", None) or {}
+    if info.get("compiler"):
+        return ""
+    if info.get("missing"):
+        return f"HIP bodies not built: {info['missing']}"
+    return "HIP bodies not built: add --device-compile rocm (or compile.device.rocm in the registry) for each target's build"
 
 
 def cmd_status(args) -> int:
@@ -68,7 +79,8 @@ def cmd_status(args) -> int:
 
     check_run_args(args)
     registry = registry_of(args)
+    device_compiler_present(args, registry)
     result = analyze(registry, run_options(args, Policy(severity=registry.severity)))
     checklist = rocm_checklist(registry, result.index, result.findings)
-    write_output(render_checklist(checklist, args.format), args.output)
+    write_output(render_checklist(checklist, args.format, device_note(result.index)), args.output)
     return EXIT_CLEAN

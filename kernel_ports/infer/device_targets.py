@@ -15,7 +15,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-DEFAULT_TARGETS = ("gfx1030", "gfx90a")
+from kernel_ports.registry.model import DEFAULT_DEVICE_TARGETS as DEFAULT_TARGETS
+
 _MAX_BUILD_FILE = 2 * 1024 * 1024
 _BUILD_FILE_NAMES = ("CMakeLists.txt", "Makefile", "makefile", "GNUmakefile", "build.rs", "setup.py", "meson.build")
 _BUILD_FILE_SUFFIXES = (".cmake", ".mk")
@@ -166,3 +167,22 @@ def infer_device_targets(root: Path, supported) -> DeviceTargets:
         out.notes.append(f"no {missing}-lane target is built: a body marked rocm_any_wave_size is not tried at that "
                          "width (KP502); add one to compile.device.rocm.targets")
     return out
+
+
+def device_settings(root: Path, cache=None) -> tuple:
+    """(DeviceCompile or None, DeviceTargets) for the registry init writes: ``compile.device.rocm`` when a HIP
+    compiler is found (targets from the build, mapped to what its device libraries support), else None and a note."""
+    from kernel_ports.frontend.device.compiler import CompilerMissing, find_compiler
+    from kernel_ports.registry.model import DeviceCompile
+
+    try:
+        compiler = find_compiler("auto", cache)
+    except CompilerMissing as exc:
+        got = DeviceTargets(notes=[f"compile.device not written: {exc}; with one, `kernel-ports check "
+                                   "--device-compile rocm` builds the HIP bodies (KP501/KP502)"])
+        return None, got
+    got = infer_device_targets(root, supported_targets(device_library_dirs(compiler.path)))
+    got.notes.insert(0, f"compile.device.rocm: the HIP bodies are built by {compiler.describe()} in every check")
+    if not got.targets:
+        return None, got
+    return DeviceCompile(targets=tuple(got.targets), compiler="auto"), got

@@ -97,6 +97,7 @@ def render_registry(registry, root_text: str, kernels: list, launchers, helper_f
         if c.name in why.get("configurations", {}):
             out.append(f"    # inferred: {why['configurations'][c.name]}")
         out.append(f"    {c.name}: {_flow(c.defines)}")
+    _device_section(out, comp.device_rocm, why.get("device_targets", {}))
     out += ["", "# cache_key_has_dtypes: does the backend's JIT cache key include input dtypes?", "backends:"]
     for name, b in registry.backends.items():
         out.append(f"  {name}: {{factory: {yaml_scalar(b.factory, True)}, cache_key_has_dtypes: {yaml_scalar(b.cache_key_has_dtypes)}}}")
@@ -158,3 +159,21 @@ def _include_dir_texts(registry) -> list:
         except ValueError:
             out.append(str(d))
     return out
+
+
+def _device_section(out: list, device, reasons: dict) -> None:
+    """``compile.device.rocm``: the targets every check builds the HIP bodies for (KP501/KP502)."""
+    if device is None:
+        return
+    out += ["  # Every check builds each HIP body as the ROCm runtime would, for these targets",
+            "  # (KP501/KP502): one 32-lane and one 64-lane target judge the wave-size marks.",
+            "  device:", "    rocm:"]
+    if not any(t in reasons for t in device.targets):
+        out.append(f"      targets: {_flow(device.targets, quote=False)}")
+    else:
+        out.append("      targets:")
+        for t in device.targets:
+            if t in reasons:
+                out.append(f"        # inferred: {reasons[t]}")
+            out.append(f"        - {t}")
+    out.append(f"      compiler: {yaml_scalar(device.compiler, True)}")

@@ -13,6 +13,7 @@ files are rewritten atomically after checking they did not change meanwhile.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import tempfile
@@ -30,6 +31,7 @@ class Outcome:
     registry_new: str
     sync_changes: list = field(default_factory=list)
     new_findings: list = field(default_factory=list)  # Finding on the ported copy, not on the original
+    device_lines: list = field(default_factory=list)  # how the generated HIP body built, per target
 
     def diff(self, root: Path, registry_path: Path) -> str:
         out = [unified(_shown(root / p), old, new) for p, (old, new) in self.plan.texts().items()]
@@ -45,6 +47,7 @@ class Outcome:
         if p.target == "rocm":
             lines.append("rocm_any_wave_size stays false; lane operations: " + (", ".join(p.lane_ops) or
                          "none (the mark may be set after a run at wavefront width 64)"))
+        lines += self.device_lines
         lines += [f"sync: {c}" for c in self.sync_changes]
         lines += [f"check on the ported tree: {f.path}:{f.line}: {f.severity}: {f.message} [{f.rule}]" for f in self.new_findings]
         return lines
@@ -79,6 +82,34 @@ def _confirm(plan: Plan, index) -> None:
                         f".{plan.target} slot of {plan.table} compiling {plan.constant}; nothing was written")
 
 
+def _device_compile(registry, target: str) -> tuple:
+    """("rocm" or None, a line when the generated body cannot be built): a ROCm port's body is built for the
+    registry's targets (else gfx1030 and gfx90a) whenever a HIP compiler is installed."""
+    if target != "rocm":
+        return None, ""
+    from kernel_ports.frontend.device.compiler import CompilerMissing, find_compiler
+
+    setting = registry.compile.device_rocm.compiler if registry.compile.device_rocm else "auto"
+    try:
+        find_compiler(setting)
+    except CompilerMissing as exc:
+        return None, f"the generated HIP body was not built: {exc}"
+    return "rocm", ""
+
+
+def _device_lines(plan: Plan, index, missing: str) -> list:
+    from kernel_ports.commands.coverage import target_state
+
+    if missing:
+        return [missing]
+    builds = [b for b in index.device_builds if b.body.rsplit(":", 1)[-1] == plan.constant]
+    if not builds:
+        return [f"the generated HIP body {plan.constant} was not built: no device build reached it"]
+    targets = list(dict.fromkeys(b.target for b in builds))
+    return [f"built {plan.constant}: " + "; ".join(target_state(t, [b for b in builds if b.target == t], False)
+                                                   for t in targets)]
+
+
 def run_port(registry, kernel: str, target: str, options) -> Outcome:
     from kernel_ports.findings import Policy
     from kernel_ports.project import Options, analyze
@@ -96,6 +127,8 @@ def run_port(registry, kernel: str, target: str, options) -> Outcome:
         raise PortError(f"kernel-ports: port: {registry.path} already differs from the code ({len(drift.changes)} "
                         "change(s)); run `kernel-ports sync` first so the port's registry change stands alone")
     plan = plan_port(registry, before.index, kernel, target)
+    device, missing = _device_compile(registry, target)
+    opts = dataclasses.replace(opts, device_compile=device)
     with tempfile.TemporaryDirectory(prefix="kernel-ports-port-") as tmp:
         _copy_tree(registry, before.index, scope, plan, Path(tmp))
         copy = load_registry(registry.path, root_override=tmp)
@@ -108,7 +141,7 @@ def run_port(registry, kernel: str, target: str, options) -> Outcome:
             after = analyze(load_registry(refreshed, root_override=tmp), opts)
     seen = {(f.rule, f.message) for f in before.findings}
     fresh = [f for f in after.findings if (f.rule, f.message) not in seen]
-    return Outcome(plan, result.old, result.new, result.changes, fresh)
+    return Outcome(plan, result.old, result.new, result.changes, fresh, _device_lines(plan, after.index, missing))
 
 
 def write_port(outcome: Outcome, registry) -> list:
