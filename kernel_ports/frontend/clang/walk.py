@@ -28,6 +28,7 @@ leave_if_stmt              after an ``if`` and its branches             c, frame
 visit_value_use            a use of a variable, parameter, member or    c, referenced decl, its kind,
                            non-type template parameter                  frame, parents
 visit_kernel_launch        ``operator()`` on a kernel-type object       c, kernel object, args, frame, parents
+                           (or a call of one in a template pattern)
 visit_factory_call         a call of a registry factory                 c, referenced decl, backend, qname, args,
                                                                         frame, parents
 visit_selector_call        a call of the registry selector              c, args, frame, parents
@@ -62,6 +63,7 @@ from kernel_ports.frontend.clang.factories import FactoryCalls
 from kernel_ports.frontend.clang.guards import case_labels, guard_subject, if_guards
 from kernel_ports.frontend.clang.launches import Launches
 from kernel_ports.frontend.clang.model import CallEdge, FunctionInfo, Guard, ParseJob, TUResult
+from kernel_ports.frontend.clang.patterns import dependent_launch, kernel_typed_local
 from kernel_ports.frontend.clang.predicates import Predicates
 from kernel_ports.frontend.clang.refusals import Refusals
 from kernel_ports.frontend.clang.seams import SeamCalls
@@ -507,8 +509,14 @@ class Walk(UnitContext):
                 for visit in self.on["visit_kernel_launch"]:
                     visit(c, obj, args, ctx, parents)
                 return True
-        if ref is not None and ref.kind in (K.VAR_DECL, K.PARM_DECL, K.FIELD_DECL) and self.kernel_type and \
-                re.sub(r"^const ", "", self.ref_target(ref.type) or self.canonical(ref.type)) == self.kernel_type:
+        if ref is not None and ref.kind in (K.VAR_DECL, K.PARM_DECL, K.FIELD_DECL) and self.kernel_type and (
+                re.sub(r"^const ", "", self.ref_target(ref.type) or self.canonical(ref.type)) == self.kernel_type
+                or kernel_typed_local(self, ref, ctx)):
+            if dependent_launch(self, c, ctx, parents):
+                # a launch in a template pattern: typed at instantiation, its callee and arguments as written
+                for visit in self.on["visit_kernel_launch"]:
+                    visit(c, ch[0], ch[1:], ctx, parents)
+                return True
             # a kernel object called without a typed operator(): Clang could not
             # type the launch's arguments (a missing declaration), so the call is
             # a recovery expression that names the kernel variable
