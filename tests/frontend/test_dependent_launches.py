@@ -3,9 +3,11 @@ lambda) whose arguments depend on a template parameter: libclang 18 gives a ``Ca
 callee is the kernel variable, with no ``operator()`` resolved, and the walk reads the template as written (the
 unit's implicit instantiations are dropped). Where Clang reported no error inside the function, that call is a
 launch to judge (KP201/KP202), not a construct Clang could not type (KP902); ``q.dtype()`` on an input of a
-dependent type, and a ``Dtype`` named through a function template, are dtype keys. A recovery expression in a
-template (a declaration that did not compile) is still KP902. In a launcher and in a header it includes, with the
-launching helpers called through structured bindings (explicit template args and deduction)."""
+dependent type, and a ``Dtype`` named through a function template, are dtype keys; a kernel member reached through
+a dependent base (``this->kernel_``) is a launch too, and a nine-argument call of a dependent type's member or of a
+function found by argument-dependent lookup is a call, not a lost launch. A recovery expression in a template (a
+declaration that did not compile inside the function) is still KP902. In a launcher and in a header it includes,
+with the launching helpers called through structured bindings (explicit template args and deduction)."""
 
 from helpers import index_tree, make_registry, marker_line
 from snippets import PORTS_H
@@ -60,6 +62,21 @@ array header_kernel_for(const array& x) {
   auto& kernel = kernel_for<T>();
   return kernel({x}, {x.shape()}, {x.dtype()}, {1, 1, 1}, {1, 1, 1}, {{"T", dtype_for<T>()}}, std::nullopt, false, {})[0];  // @header-kernel-for
 }
+template <typename T>
+array header_kernel_call(const T& x) {
+  return kernel_for<T>()({x}, {x.shape()}, {x.dtype()}, {1, 1, 1}, {1, 1, 1}, {{"T", x.dtype()}}, std::nullopt, false,  // @header-kernel-call
+                         {})[0];
+}
+// a dependent base: the kernel member is found only where the template is instantiated
+struct KernelHolderBase {
+  CustomKernelFunction& kernel_;
+};
+template <typename Base>
+struct BasedRunner : Base {
+  array run(const array& x) {
+    return this->kernel_({x}, {x.shape()}, {x.dtype()}, {1, 1, 1}, {1, 1, 1}, {{"ROWS", 8}}, std::nullopt, false, {})[0];  // @header-base-nokey
+  }
+};
 inline array header_caller(CustomKernelFunction& kernel, const array& q) {
   auto [out, state] = header_attend<array>(kernel, q, q, q, 1, 2, 3, 0.5f, true);  // @header-call
   return out + state;
@@ -111,6 +128,24 @@ array dependent_caller(CustomKernelFunction& kernel, const T& q) {
   auto [out, state] = typed_attend(kernel, q, q, q, 1, 2, 3, 0.5f, false);  // @launcher-dependent-call
   return out + state;
 }
+// nine-argument calls Clang resolves at instantiation: a member of a dependent type, a function found by
+// argument-dependent lookup; and the first again where an error inside the function may be why it is dependent
+template <typename Layer>
+array layer_caller(Layer& layer, const array& q) {
+  auto [out, state] = layer.step(q, q, q, 1, 2, 3, 4, 0.5f, false);  // @launcher-member-call
+  return out + state;
+}
+template <typename T>
+array adl_caller(const T& q) {
+  auto [out, state] = found_by_adl(q, q, q, 1, 2, 3, 4, 0.5f, false);  // @launcher-adl-call
+  return out + state;
+}
+template <typename Layer>
+array broken_caller(Layer& layer, const array& q) {
+  Missing plan;
+  auto [out, state] = layer.step(q, q, q, 1, 2, 3, 4, 0.5f, false);  // @launcher-broken-call
+  return out + state;
+}
 array launcher(CustomKernelFunction& kernel, const array& q) {
   auto [out, state] = scaled_attend<float>(kernel, q, q, q, 1, 2, 3, 0.5f, true);  // @launcher-call-explicit
   auto [o2, s2] = typed_attend(kernel, q, q, q, 1, 2, 3, 0.5f, false);  // @launcher-call-deduced
@@ -123,11 +158,11 @@ TREE = {"src/eng/ports.h": PORTS_H, "src/eng/attend.h": ATTEND_H, "src/eng/atten
 H, CPP = "src/eng/attend.h", "src/eng/attend.cpp"
 
 LAUNCHES = {(H, "header-tmpl"), (H, "header-vdep"), (H, "header-member-nokey"), (H, "header-lambda"),
-            (H, "header-kernel-for"), (CPP, "launcher-nokey"), (CPP, "launcher-tmpl"), (CPP, "launcher-member"),
+            (H, "header-kernel-for"), (H, "header-kernel-call"), (H, "header-base-nokey"), (CPP, "launcher-nokey"), (CPP, "launcher-tmpl"), (CPP, "launcher-member"),
             (CPP, "launcher-lambda-nokey")}
-NO_KEY = {(H, "header-member-nokey"), (CPP, "launcher-nokey"), (CPP, "launcher-lambda-nokey")}
+NO_KEY = {(H, "header-member-nokey"), (H, "header-base-nokey"), (CPP, "launcher-nokey"), (CPP, "launcher-lambda-nokey")}
 CALLS = {(H, "header-call"), (CPP, "launcher-dependent-call"), (CPP, "launcher-call-explicit"),
-         (CPP, "launcher-call-deduced")}
+         (CPP, "launcher-call-deduced"), (CPP, "launcher-member-call"), (CPP, "launcher-adl-call")}
 
 
 def _at(path, marker):
@@ -144,8 +179,8 @@ def _dtype_findings(tmp_path, idx):
 def test_dependent_launches_are_confirmed_and_a_recovery_is_not(tmp_path):
     idx = index_tree(tmp_path, TREE)
     lost = {(u.loc.path, u.loc.line): u for u in idx.unconfirmed}
-    # negative control: a launch in a template that Clang could not type because of an error is still KP902
-    assert set(lost) == {_at(CPP, "launcher-broken")}, idx.unconfirmed
+    # negative controls: a launch, and a nine-argument call, in a template with a Clang error inside: still KP902
+    assert set(lost) == {_at(CPP, "launcher-broken"), _at(CPP, "launcher-broken-call")}, idx.unconfirmed
     assert "could not type this kernel launch" in lost[_at(CPP, "launcher-broken")].reason
     # every launch in a template pattern is an invocation, in the header and in the launcher
     assert {(i.loc.path, i.loc.line) for i in idx.invocations} == {_at(p, m) for p, m in LAUNCHES}

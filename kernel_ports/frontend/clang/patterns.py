@@ -14,6 +14,9 @@ dtype queries.
 
 from __future__ import annotations
 
+import re
+from typing import Optional
+
 # a template's parameters as Clang spells them in a canonical type (`auto x` of a generic lambda included)
 _TEMPLATE_PARAMETER_TYPE = "type-parameter-"
 
@@ -53,9 +56,9 @@ def _generic_lambda(w, lam) -> bool:
     return False
 
 
-def dependent_launch(w, c, ctx, parents) -> bool:
-    """A call of a kernel object that Clang types only at instantiation: dependent, in a template pattern, and no
-    Clang error inside the function (an error there may be what made it dependent: a recovery expression)."""
+def resolved_at_instantiation(w, c, ctx, parents) -> bool:
+    """A call Clang types only at instantiation: dependent, in a template pattern, and no Clang error inside the
+    function (an error there may be what made it dependent: a recovery expression)."""
     if not is_dependent(w, c) or not in_template_pattern(w, ctx, parents):
         return False
     return ctx.cursor.kind == w.K.TRANSLATION_UNIT or not errors_inside(w, ctx.cursor)
@@ -70,9 +73,54 @@ def dependent_member_name(w, member) -> str:
     return tokens[-1] if tokens and tokens[-1].isidentifier() else ""
 
 
+def dependent_call(w, c, ch, ctx, parents) -> Optional[str]:
+    """What a call with no callee Clang could name is, when it is resolved at instantiation: "launch" when the
+    callee is a dependent member (`this->kernel_` on a dependent base) named as a kernel-typed data member of a
+    class in the unit's project files is, or a call returning the kernel type; "call" for a function found by
+    argument-dependent lookup or another member of a dependent type; None for any other callee (judged as
+    before: a nine-argument one is a lost candidate)."""
+    if not ch or not resolved_at_instantiation(w, c, ctx, parents):
+        return None
+    K = w.K
+    head = w.strip(ch[0])
+    if head.kind == K.MEMBER_REF_EXPR:
+        return "launch" if dependent_member_name(w, head) in _kernel_field_names(w) else "call"
+    if head.kind == K.CALL_EXPR:  # `kernel_for<T>()(...)`
+        fn, _ = w.callee(head)
+        return "launch" if fn is not None and _kernel_typed(w, fn.result_type) else None
+    return "call" if head.kind in (K.DECL_REF_EXPR, K.OVERLOADED_DECL_REF) else None
+
+
+def _kernel_field_names(w) -> frozenset:
+    """Names of the kernel-typed data members declared in the unit's project files (found once per unit)."""
+    names = getattr(w, "_kernel_field_names", None)
+    if names is None:
+        K = w.K
+        records = (K.STRUCT_DECL, K.CLASS_DECL, K.CLASS_TEMPLATE, K.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION)
+        stack = [c for c in w.tu.cursor.get_children() if c.location.file is not None and w.rel(c.location.file)]
+        found = set()
+        while stack:
+            c = stack.pop()
+            if c.kind == K.FIELD_DECL and _kernel_typed(w, c.type):
+                found.add(c.spelling)
+            elif c.kind in records or c.kind == K.NAMESPACE:
+                stack.extend(c.get_children())
+        names = w._kernel_field_names = frozenset(found)
+    return names
+
+
+def is_kernel_variable(w, ref, ctx) -> bool:
+    """A variable, parameter or data member of the kernel type (through a reference, const or not), or a local
+    whose type Clang deduces only at instantiation from a call returning it."""
+    if ref.kind not in (w.K.VAR_DECL, w.K.PARM_DECL, w.K.FIELD_DECL) or not w.kernel_type:
+        return False
+    return _kernel_typed(w, ref.type) or kernel_typed_local(w, ref, ctx)
+
+
 def kernel_typed_local(w, ref, ctx) -> bool:
-    """A local of a template-dependent type (`auto& kernel = kernel_for<T>();`) initialised by a call whose every
-    callee returns the kernel type (by reference or by value): Clang types it only at instantiation."""
+    """A local of a template-dependent type (`auto& kernel = kernel_for<T>();`) initialised by a call whose callee
+    (the first of an overload set, as :meth:`.context.UnitContext.callee` takes it) returns the kernel type, by
+    reference or by value: Clang types it only at instantiation."""
     if ref.kind != w.K.VAR_DECL or not is_dependent_type(w, ref.type):
         return False
     init = ctx.locals.get(ref.get_usr())
@@ -80,7 +128,12 @@ def kernel_typed_local(w, ref, ctx) -> bool:
     if init is None or init.kind != w.K.CALL_EXPR:
         return False
     fn, _ = w.callee(init)
-    return fn is not None and (w.ref_target(fn.result_type) or w.canonical(fn.result_type)) == w.kernel_type
+    return fn is not None and _kernel_typed(w, fn.result_type)
+
+
+def _kernel_typed(w, t) -> bool:
+    """The kernel type, through a reference, const or not."""
+    return re.sub(r"^const ", "", w.ref_target(t) or w.canonical(t)) == w.kernel_type
 
 
 def is_dependent_type(w, t) -> bool:
