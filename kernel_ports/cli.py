@@ -63,6 +63,12 @@ def _add_check(sub) -> None:
     check.add_argument("--output", default=None, help="write the report here instead of stdout")
     check.add_argument("--also", action="append", default=[], metavar="FORMAT=FILE",
                        help="also write the same run's report in FORMAT to FILE (repeatable), e.g. --also sarif=out.sarif")
+    _device_flag(check)
+
+
+def _device_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--device-compile", choices=("rocm",), default=None,
+                   help="also build every HIP body for its targets with hipcc (KP501/KP502, device_builds in facts)")
 
 
 def _add_others(sub) -> None:
@@ -70,6 +76,7 @@ def _add_others(sub) -> None:
     _common(facts)
     facts.add_argument("--format", choices=("json",), default="json")
     facts.add_argument("--output", default=None)
+    _device_flag(facts)
 
     matrix = sub.add_parser("matrix", help="kernels x backends coverage")
     _common(matrix)

@@ -74,6 +74,10 @@ class FactoryCall(Fact):
     enclosing_usr: str = ""
     in_table_slot: bool = False  # syntactically inside a port-table slot lambda
     in_macro: bool = False
+    # the input and output names (the second and third arguments): string literals at the call or returned by the
+    # helper it calls; None when they could not be read
+    input_names: Optional[tuple] = None
+    output_names: Optional[tuple] = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -200,6 +204,7 @@ class TemplateArgEntry:
     how: str = ""  # initializer | push_back | emplace_back | inline | helper | assign | insert
     parameter: Optional[str] = None  # the launching function's parameter the value arrives through
     untyped: bool = False  # Clang could not type the value (a declaration it depends on did not compile)
+    value: Optional[str] = None  # a constant's value as Clang evaluates it (4, true, float16), when it can
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -231,6 +236,7 @@ class Invocation(Fact):
     in_macro: bool = False
     kernel_from_parameter: bool = False  # the kernel object is a parameter (tables via callers)
     dtype_checks: tuple = ()  # (a, b) arrays whose dtypes the enclosing function compares (== / !=)
+    output_dtypes_text: str = ""  # the output-dtypes argument as written (a local's initializer when it is one)
     unresolved: tuple = ()  # why the template args may be incomplete (untyped entries, Clang errors in the function)
 
 
@@ -327,6 +333,39 @@ class CompiledBodies(Fact):
 
     bodies: tuple = ()  # HipSource
     unresolved: tuple = ()  # human-readable descriptions
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeviceBuild(Fact):
+    """One variant of a HIP body built for one target (``check --device-compile rocm``; ``loc`` is the body's).
+
+    ``result``: ``built``, ``failed`` (this variant did not compile), or how the whole compile ended
+    (``refused``, ``timeout``, ``memory``, ``crash``). ``message``/``message_loc``: the compiler's first error
+    for this variant, at the body's (or header's) own file:line:col; ``at_guard``: that error is the body's own
+    ``#error`` directive. Resource figures are ``None`` unless it built.
+    """
+
+    body: str  # the HipSource's "path:name"
+    kernel_name: str
+    factory_call: str  # the factory call's location
+    tables: tuple = ()  # port tables whose .rocm slot reaches the call
+    target: str
+    wavefront: int  # lanes of the target
+    assignment: str  # the template arguments and dtypes, as written for a reader
+    guessed: tuple = ()  # template constants given a guessed value
+    result: str
+    message: str = ""
+    message_loc: Optional[Location] = None
+    at_guard: bool = False
+    sgprs: Optional[int] = None
+    vgprs: Optional[int] = None
+    sgpr_spill: Optional[int] = None
+    vgpr_spill: Optional[int] = None
+    scratch_bytes: Optional[int] = None
+    lds_bytes: Optional[int] = None
+    occupancy: Optional[int] = None
+    lane_intrinsics: tuple = ()  # the cross-lane llvm.amdgcn.* operations its kernel reaches
+    compiler: str = ""  # path and version
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -36,6 +36,8 @@ RULES: dict[str, RuleInfo] = {
         RuleInfo("KP304", "dispatch-mismatch", "selector call sites differ from the registry, or a table is dispatched nowhere"),
         RuleInfo("KP305", "wave-pin-mismatch", "rocm_any_wave_size or the pinned HIP source differs between registry and code"),
         RuleInfo("KP306", "launcher-scope-drift", "a file starts or stops launching custom kernels without the registry saying so"),
+        RuleInfo("KP501", "body-does-not-compile", "a HIP body does not compile for a target its table may be selected on"),
+        RuleInfo("KP502", "any-wave-contradicted", "a body marked rocm_any_wave_size fails or stops at its guard on 64 lanes, or its device IR holds a cross-lane operation"),
         RuleInfo("KP401", "stale-exemption", "a registry exemption that no longer suppresses anything"),
         RuleInfo("KP402", "invalid-exemption", "a registry exemption without a reason or a tracking reference"),
         RuleInfo("KP901", "unanalyzable-file", "an in-scope file that could not be read or parsed"),

@@ -27,6 +27,7 @@ class Options:
     use_cache: bool = True
     cache_dir: str | None = None
     compile_commands: str | None = None
+    device_compile: str | None = None  # "rocm": build the HIP bodies (check --device-compile rocm; index/device.py)
 
 
 @dataclass
@@ -53,6 +54,7 @@ def analyze(registry, options: Options | None = None) -> Result:
     options = options or Options()
     scope = resolve_scope(registry)
     index = build_project_index(registry, scope, options)
+    device_notes = _device_builds(registry, scope, index, options)
     ctx = Context(registry=registry, index=index, scope=scope)
     raw: list[Finding] = list(scope.findings)
     rules_run = []
@@ -62,7 +64,7 @@ def analyze(registry, options: Options | None = None) -> Result:
         policy = replace(policy, ignore=tuple(policy.ignore) + tuple(waiting))
     for rule in all_rules():
         wanted = [c for c in rule.codes if policy.selected(c)]
-        if not wanted:
+        if not wanted or (getattr(rule, "reads_device_builds", False) and not index.device.get("compiler")):
             continue
         rules_run.extend(wanted)
         raw.extend(f for f in rule.check(ctx) if f.rule in rule.codes)
@@ -73,7 +75,20 @@ def analyze(registry, options: Options | None = None) -> Result:
     if waiting:
         summary["convention_waits"] = waiting
         summary["notes"] = [convention_note(waiting)] + summary.get("notes", [])
+    if device_notes:
+        summary["notes"] = summary.get("notes", []) + device_notes
+    if index.device:
+        summary["device"] = index.device
     return Result(findings, summary, index, scope)
+
+
+def _device_builds(registry, scope, index, options) -> list:
+    """Device builds when the flag or the registry's compile.device.rocm asks for them: their notes."""
+    if options.device_compile is None and registry.compile.device_rocm is None:
+        return []
+    from kernel_ports.index import device
+
+    return device.run_for_check(registry, scope, index, options)
 
 
 def make_summary(registry, scope, index, findings, rules_run) -> dict:

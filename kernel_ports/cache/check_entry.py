@@ -61,7 +61,7 @@ def _key(args) -> str | None:
         registry = Path(args.registry or "registry.yaml").resolve()
         parts = [cachefmt.FORMAT, tool_digest(), str(registry), _sha(registry.read_bytes()),
                  str(Path(args.root).resolve()) if args.root else "", repr(args.select), repr(args.ignore),
-                 repr(getattr(args, "limit", []))]
+                 repr(getattr(args, "limit", [])), repr(getattr(args, "device_compile", None))]
         if args.compile_commands:
             cc = Path(args.compile_commands).resolve()
             parts += [str(cc), _sha(cc.read_bytes())]
@@ -131,7 +131,7 @@ def lookup(args):
     return findings, summary
 
 
-def outside_inputs(registry) -> tuple:
+def outside_inputs(registry, device: bool = False) -> tuple:
     """Paths outside the tree whose change can change a parse: include directories, compiler built-ins, libclang."""
     from kernel_ports.frontend import clang
 
@@ -170,6 +170,11 @@ def outside_inputs(registry) -> tuple:
         paths |= {str(p) for p in native.glob("libclang*")}
     except ImportError:
         pass
+    if registry.compile.device_rocm is not None or device:
+        from kernel_ports.frontend.device import compiler
+
+        # the HIP compilers a device build may find: installing, removing or upgrading one changes the builds
+        paths |= set(compiler.candidates(registry.compile.device_rocm.compiler if registry.compile.device_rocm else "auto"))
     return tuple((p, _stat_sig(p)) for p in sorted(paths))
 
 
@@ -187,7 +192,7 @@ def store(args, registry, result):
         "exclude": tuple(registry.sources.exclude),
         "scope": (tuple((f.path, _sha(f.data)) for f in scope.files), tuple((f.path, f.message) for f in scope.findings),
                   scope.listed),
-        "outside": outside_inputs(registry),
+        "outside": outside_inputs(registry, getattr(args, "device_compile", None) is not None),
         "findings": list(result.findings),
         "summary": result.summary,
     }

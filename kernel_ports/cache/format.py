@@ -71,6 +71,8 @@ class _Registry:
 
     def __init__(self, modules: tuple):
         self._modules = {m.rsplit(".", 1)[-1]: m for m in modules}
+        # a name's module part is the module's last segment: two modules sharing one would shadow each other's types
+        assert len(self._modules) == len(modules), "cacheable modules need distinct last names"
         self._loaded: set = set()
         self._classes: dict = {}  # name -> (class, field names, field checks)
         self._names: dict = {}  # class -> name
@@ -172,7 +174,8 @@ def _kinds(hint):
 
 # the modules whose dataclasses an entry may hold (the front ends' results and the facts they are made of)
 _TYPE_MODULES = ("kernel_ports.facts", "kernel_ports.frontend.clang.model", "kernel_ports.frontend.witness",
-                 "kernel_ports.frontend.hip", "kernel_ports.frontend.rust", "kernel_ports.findings")
+                 "kernel_ports.frontend.hip", "kernel_ports.frontend.rust", "kernel_ports.findings",
+                 "kernel_ports.frontend.device.build_model")
 TYPES = _Registry(_TYPE_MODULES)
 
 

@@ -56,6 +56,7 @@ def _registered() -> list[type[Rule]]:
         TableNotInRegistry,
         WavePinMismatch,
     )
+    from kernel_ports.checkers.device import DeviceBuilds
     from kernel_ports.checkers.dtype_keys import DtypeKeys
 
     return [
@@ -74,6 +75,7 @@ def _registered() -> list[type[Rule]]:
         DispatchMismatch,
         WavePinMismatch,
         LauncherScopeDrift,
+        DeviceBuilds,
     ]
 
 

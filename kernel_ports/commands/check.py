@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import sys
 
-from kernel_ports.commands.common import (EXIT_CLEAN, EXIT_FINDINGS, UsageError, check_run_args, registry_of,
-                                          run_options, write_output)
+from kernel_ports.commands.common import (EXIT_CLEAN, EXIT_FINDINGS, UsageError, check_run_args, device_compiler_present,
+                                          registry_of, run_options, write_output)
 
 
 def cmd_check(args) -> int:
@@ -26,6 +26,7 @@ def cmd_check(args) -> int:
         from kernel_ports.project import analyze
 
         registry = registry_of(args)
+        device_compiler_present(args, registry)
         kernel_severity = {k.name: k.severity for k in registry.kernels if k.severity}
         policy = Policy(select=select, ignore=ignore, severity=registry.severity, kernel_severity=kernel_severity)
         result = analyze(registry, run_options(args, policy))

@@ -60,7 +60,23 @@ def run_options(args, policy=None):
     from kernel_ports.project import Options
 
     return Options(policy=policy or Policy(), jobs=args.jobs, use_cache=not args.no_cache, cache_dir=getattr(args, "cache_dir", None),
-                   compile_commands=args.compile_commands)
+                   compile_commands=args.compile_commands, device_compile=getattr(args, "device_compile", None))
+
+
+def device_compiler_present(args, registry) -> None:
+    """``--device-compile rocm`` with no HIP compiler: one line naming what to install (exit 2)."""
+    if getattr(args, "device_compile", None) is None:
+        return
+    from kernel_ports.cache.format import default_cache_dir
+    from kernel_ports.cache.units import FileCache
+    from kernel_ports.frontend.device.compiler import CompilerMissing, find_compiler
+
+    setting = registry.compile.device_rocm.compiler if registry.compile.device_rocm else "auto"
+    where = Path(args.cache_dir) if getattr(args, "cache_dir", None) else default_cache_dir()
+    try:
+        find_compiler(setting, FileCache(None if getattr(args, "no_cache", False) else where))
+    except CompilerMissing as exc:
+        raise UsageError(f"kernel-ports: --device-compile rocm: {exc}") from None
 
 
 def write_output(text: str, output: str | None) -> None:

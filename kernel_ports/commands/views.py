@@ -4,7 +4,8 @@ per-kernel checklist, from a full check)."""
 
 from __future__ import annotations
 
-from kernel_ports.commands.common import EXIT_CLEAN, UsageError, check_run_args, registry_of, run_options, write_output
+from kernel_ports.commands.common import (EXIT_CLEAN, UsageError, check_run_args, device_compiler_present, registry_of,
+                                          run_options, write_output)
 
 
 def cmd_facts(args) -> int:
@@ -21,7 +22,15 @@ def _index(args):
 
     check_run_args(args)
     registry = registry_of(args)
-    return registry, build_project_index(registry, resolve_scope(registry), run_options(args))
+    device_compiler_present(args, registry)
+    scope = resolve_scope(registry)
+    options = run_options(args)
+    index = build_project_index(registry, scope, options)
+    if options.device_compile is not None or registry.compile.device_rocm is not None:
+        from kernel_ports.index import device
+
+        device.run_for_check(registry, scope, index, options)
+    return registry, index
 
 
 def cmd_matrix(args) -> int:

@@ -145,7 +145,7 @@ def _invocations(index, results: list, j, sel_tables: dict) -> None:
                 loc=ri.loc, configurations=frozenset({r.configuration}), callee_text=ri.callee_text,
                 selector_calls=selectors, tables=tuple(sorted(tables)), accessors=tuple(sorted(accessors)),
                 template_args_text=ri.template_args_text, template_args=ri.template_args,
-                template_args_resolved=ri.template_args_resolved, inputs_text=ri.inputs_text, inputs=ri.inputs,
+                template_args_resolved=ri.template_args_resolved, inputs_text=ri.inputs_text, inputs=ri.inputs, output_dtypes_text=ri.output_dtypes_text,
                 enclosing_function=ri.enclosing_function, enclosing_usr=ri.enclosing_usr, in_macro=ri.in_macro,
                 kernel_from_parameter=from_param, dtype_checks=ri.dtype_checks, unresolved=ri.unresolved))
     index.invocations = merge_configs(invs)

@@ -48,6 +48,9 @@ class ProjectIndex:
     functions: dict = field(default_factory=dict)  # usr -> clang.FunctionInfo (merged)
     timings: dict = field(default_factory=dict)
     headers: dict = field(default_factory=dict)  # the header set that judged the tree (frontend/headers.py)
+    # check --device-compile rocm (index/device.py): DeviceBuild per body, target and variant; what built them
+    device_builds: list = field(default_factory=list)
+    device: dict = field(default_factory=dict)
 
     # ---------------------------------------------------------------- queries
     def includers_of(self, path: str) -> set:
@@ -102,4 +105,5 @@ class ProjectIndex:
             "unconfirmed": lst(self.unconfirmed),
             "include_graph": sorted([a, b] for a, b in self.include_graph.edges),
             "headers": self.headers,
+            "device_builds": lst(self.device_builds),
         }

@@ -23,6 +23,8 @@ from kernel_ports.registry.model import (
     BACKENDS,
     Backend,
     Compile,
+    DEFAULT_DEVICE_TARGETS,
+    DeviceCompile,
     Configuration,
     Conventions,
     DispatchSite,
@@ -243,7 +245,18 @@ def _compile(b: _Builder, data: dict, root: Path) -> Compile:
         configurations=configurations,
         mlx_headers=_header_setting(b, comp, "mlx_headers"),
         cxx_headers=_header_setting(b, comp, "cxx_headers"),
+        device_rocm=_device_rocm(b, comp.get("device", {}).get("rocm")),
     )
+
+
+def _device_rocm(b: _Builder, spec) -> DeviceCompile | None:
+    """``compile.device.rocm``; a compiler path is relative to the registry file, like compile_commands."""
+    if spec is None:
+        return None
+    compiler = spec.get("compiler", "auto")
+    if compiler != "auto":
+        compiler = str(b.outside_path(compiler))
+    return DeviceCompile(targets=tuple(spec.get("targets", DEFAULT_DEVICE_TARGETS)), compiler=compiler)
 
 
 def _backends(data: dict) -> dict:
@@ -298,6 +311,7 @@ def _kernels(b: _Builder, data: dict) -> list:
                 predicates=tuple(k.get("predicates", ())),
                 severity=dict(k.get("severity", {})),
                 where=b.where(key),
+                compile_assume=tuple(sorted((k.get("compile_assume") or {}).items())),
             )
         )
     return kernels

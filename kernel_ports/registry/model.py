@@ -61,6 +61,17 @@ class Configuration:
     defines: tuple[str, ...]  # each "NAME" or "NAME=VALUE"
 
 
+DEFAULT_DEVICE_TARGETS = ("gfx1030", "gfx90a")  # RDNA2 (32 lanes), CDNA2 (64 lanes)
+
+
+@dataclass(frozen=True)
+class DeviceCompile:
+    """``compile.device.rocm``: the targets each HIP body is built for, and which compiler builds them."""
+
+    targets: tuple[str, ...] = DEFAULT_DEVICE_TARGETS
+    compiler: str = "auto"  # auto | an absolute hipcc path once loaded
+
+
 @dataclass(frozen=True)
 class Compile:
     compile_commands: Path | None = None  # absolute once loaded
@@ -72,6 +83,7 @@ class Compile:
     # directory once loaded
     mlx_headers: str = "auto"
     cxx_headers: str = "auto"
+    device_rocm: DeviceCompile | None = None  # None: the registry has no compile.device.rocm
 
     @property
     def default_configuration(self) -> Configuration:
@@ -103,6 +115,7 @@ class Kernel:
     predicates: tuple[str, ...]
     severity: dict  # code -> "error" | "warning"
     where: Where
+    compile_assume: tuple = ()  # ((template constant, int | bool), ...) for device builds
 
     def port(self, backend: str) -> str | None:
         return self.ports.get(backend)

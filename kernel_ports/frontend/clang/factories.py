@@ -44,6 +44,8 @@ class FactoryCalls(Extractor):
             enclosing_usr=ctx.info.usr,
             in_table_slot=ctx.slot is not None,
             in_macro=w.in_macro(c) is not None,
+            input_names=self._name_list(args[1]) if len(args) > 1 else None,
+            output_names=self._name_list(args[2]) if len(args) > 2 else None,
         )
         w.res.factory_calls.append(fc)
         w.res.seen.add((loc.path, loc.line, "factory_call"))
@@ -66,3 +68,31 @@ class FactoryCalls(Extractor):
                 consts.append(x.referenced.spelling)
             stack.extend(x.get_children())
         return lit, tuple(dict.fromkeys(consts)), text
+
+    def _name_list(self, a):
+        """The names a list argument holds: its string literals, or those the helper it calls returns; None
+        when some element is not a literal (a variable, a computed name)."""
+        w = self.walk
+        K = w.K
+        s = w.strip(a)
+        if s.kind == K.CALL_EXPR and s.referenced is not None and s.referenced.kind == K.FUNCTION_DECL:
+            d = s.referenced.get_definition()
+            returns = [] if d is None else [x for x in d.walk_preorder() if x.kind == K.RETURN_STMT]
+            if len(returns) != 1:
+                return None
+            s = returns[0]
+        names, stack, followed = [], [s], set()
+        while stack:
+            x = stack.pop()
+            if x.kind == K.STRING_LITERAL:
+                names.append(c_string_value(w.text(x) or x.spelling))
+                continue
+            r = x.referenced if x.kind in (K.DECL_REF_EXPR, K.MEMBER_REF_EXPR) else None
+            if r is not None and r.kind == K.VAR_DECL and r.type.is_const_qualified() and r.hash not in followed:
+                followed.add(r.hash)  # a constant list the helper returns: its initializer's names
+                stack.extend(reversed(list(r.get_children())))
+                continue
+            if r is not None and r.kind in (K.VAR_DECL, K.PARM_DECL, K.FIELD_DECL):
+                return None
+            stack.extend(reversed(list(x.get_children())))
+        return tuple(names) if all(n is not None for n in names) else None

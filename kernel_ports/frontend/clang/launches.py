@@ -61,8 +61,19 @@ class Launches(Extractor):
                 in_macro=w.in_macro(c) is not None,
                 dtype_checks=dtype_checks(w, ctx),
                 unresolved=why,
+                output_dtypes_text=self._as_written(args[2], ctx) if len(args) > 2 else "",
             ))
         self._pending_invocations = []
+
+    def _as_written(self, arg, ctx) -> str:
+        """An argument's text, or the initializer's when it names a local (``output_dtypes`` built beforehand)."""
+        w = self.walk
+        s = w.strip(arg)
+        if s.kind == w.K.DECL_REF_EXPR and s.referenced is not None:
+            init = ctx.locals.get(s.referenced.get_usr())
+            if init is not None:
+                return w.text(init)
+        return w.text(arg)
 
     def _incomplete(self, entries, ctx, c) -> tuple:
         """Why a launch's template args may be incomplete: entries Clang could not type (or types only at a

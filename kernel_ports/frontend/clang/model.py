@@ -108,6 +108,7 @@ class RawInvocation:
     in_macro: bool
     dtype_checks: tuple = ()
     unresolved: tuple = ()
+    output_dtypes_text: str = ""  # the output-dtypes argument as written (a local's initializer when it is one)
 
 
 @dataclass

@@ -385,7 +385,24 @@ def _entry(w, e, how, ctx, name_cursor=None, value_cursor=None) -> Optional[Temp
     is_dtype, src, from_param, const, param = dtype_origin(w, v, ctx, 0)
     return TemplateArgEntry(name=name, value_text=w.text(value_cursor), is_dtype=is_dtype, source_input=src,
                             from_parameter=from_param, constant=const, loc=w.loc(e if e is not None else value_cursor), how=how,
-                            parameter=param, untyped=not is_dtype and _untyped(w, v))
+                            parameter=param, untyped=not is_dtype and _untyped(w, v), value=_constant_value(w, v, is_dtype))
+
+
+def _constant_value(w, v, is_dtype: bool):
+    """What a device build takes for the value: the integer or bool Clang evaluates, or a constant dtype's name."""
+    from kernel_ports.frontend.clang.toolchain import evaluate_integer
+
+    if is_dtype:
+        r = v.referenced if v.kind == w.K.DECL_REF_EXPR else None
+        return r.spelling if r is not None and r.kind == w.K.VAR_DECL and r.spelling in DTYPE_NAMES else None
+    got = evaluate_integer(w.ci, v)
+    if got is None:
+        return None
+    return ("true" if got else "false") if w.canonical(v.type) == "bool" else str(got)
+
+
+DTYPE_NAMES = frozenset(("bool_", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64", "float16",
+                         "float32", "float64", "bfloat16", "complex64"))
 
 
 def _untyped(w, v) -> bool:

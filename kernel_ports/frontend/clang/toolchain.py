@@ -62,6 +62,10 @@ def cindex():
         for name, argtypes, restype in (
             ("clang_getCursorBinaryOperatorKind", [ci.Cursor], ctypes.c_int),
             ("clang_getCursorUnaryOperatorKind", [ci.Cursor], ctypes.c_int),
+            ("clang_Cursor_Evaluate", [ci.Cursor], ctypes.c_void_p),
+            ("clang_EvalResult_getKind", [ctypes.c_void_p], ctypes.c_int),
+            ("clang_EvalResult_getAsLongLong", [ctypes.c_void_p], ctypes.c_longlong),
+            ("clang_EvalResult_dispose", [ctypes.c_void_p], None),
         ):
             fn = getattr(lib, name)
             fn.argtypes = argtypes
@@ -212,3 +216,16 @@ def may_hold_conditional(data: bytes) -> bool:
     if b"\\" in data:
         data = _SPLICE.sub(b"", data)
     return _CONDITIONAL.search(data) is not None
+
+
+def evaluate_integer(ci, cursor):
+    """The value of an integer or bool expression Clang can evaluate at compile time (a literal, a constant, a
+    macro), else None."""
+    lib = ci.conf.lib
+    result = lib.clang_Cursor_Evaluate(cursor)
+    if not result:
+        return None
+    try:
+        return lib.clang_EvalResult_getAsLongLong(result) if lib.clang_EvalResult_getKind(result) == 1 else None
+    finally:
+        lib.clang_EvalResult_dispose(result)
