@@ -16,6 +16,7 @@ import re
 from typing import Optional
 
 from kernel_ports.facts import InputArray
+from kernel_ports.frontend.clang.patterns import dependent_member_name, is_dependent
 from kernel_ports.frontend.clang.toolchain import BINOPS
 
 _ARITHMETIC = {"BOOL", "CHAR_U", "UCHAR", "USHORT", "UINT", "ULONG", "ULONGLONG", "CHAR_S", "SCHAR", "SHORT", "INT",
@@ -55,11 +56,16 @@ def dtype_origin(w, v, ctx, depth):
         return is_dtype, None, False, True, None
     if k == K.CALL_EXPR:
         ch = list(v.get_children())
-        if ch and w.strip(ch[0]).kind == K.MEMBER_REF_EXPR and v.spelling == "dtype":
-            obj = list(w.strip(ch[0]).get_children())
+        head = w.strip(ch[0]) if ch else None
+        if head is not None and head.kind == K.MEMBER_REF_EXPR and (v.spelling == "dtype" or _dependent_dtype_call(w, v, head, ch)):
+            obj = list(head.get_children())
             if obj:
                 o = w.strip(obj[0])
-                return is_dtype, w.root_name(o) or w.text(o), False, False, None
+                return True if is_dependent(w, v) else is_dtype, w.root_name(o) or w.text(o), False, False, None
+        if is_dependent(w, v) and v.referenced is None:
+            # `dtype_for<T>()` in a template pattern: a Dtype when every function the name can call returns one
+            fn, _ = w.callee(v)
+            return is_dtype or (fn is not None and is_dtype_type(w, fn.result_type)), None, False, False, None
         ref = v.referenced
         if ref is not None and ref.kind == K.FUNCTION_DECL and v.spelling == "dtype" and len(ch) > 1:
             o = w.strip(ch[1])
@@ -88,6 +94,12 @@ def dtype_origin(w, v, ctx, depth):
         b = dtype_origin(w, w.strip(ch[2]), ctx, depth + 1)
         return is_dtype or a[0] or b[0], a[1] or b[1], a[2] or b[2], a[3] and b[3], a[4] or b[4]
     return is_dtype, None, False, False, None
+
+
+def _dependent_dtype_call(w, v, head, ch) -> bool:
+    """`q.dtype()` on a value of a template-dependent type (an MLX array once instantiated): Clang types it only at
+    instantiation, so the call and its member have no spelling."""
+    return len(ch) == 1 and not v.spelling and is_dependent(w, v) and dependent_member_name(w, head) == "dtype"
 
 
 def dtype_checks(w, ctx) -> tuple:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from kernel_ports.frontend.clang.context import Extractor
 from kernel_ports.frontend.clang.dtype_flow import dtype_checks, input_arrays
 from kernel_ports.frontend.clang.model import RawInvocation
+from kernel_ports.frontend.clang.patterns import errors_inside, is_dependent
 from kernel_ports.frontend.clang.template_args import template_args, through_callers
 from kernel_ports.frontend.clang.values import sources
 
@@ -44,7 +45,7 @@ class Launches(Extractor):
             entries = [through_callers(w, e, ctx) for e in entries]
             entries = sorted(entries, key=lambda e: (e.loc.path, e.loc.line, e.loc.column) if e.loc is not None else ("", 0, 0))
             inputs = input_arrays(w, args[0], ctx) if args else ()
-            why = self._incomplete(entries, ctx)
+            why = self._incomplete(entries, ctx, c)
             resolved = resolved and not why
             w.res.invocations.append(RawInvocation(
                 loc=loc,
@@ -74,19 +75,21 @@ class Launches(Extractor):
                 return w.text(init)
         return w.text(arg)
 
-    def _incomplete(self, entries, ctx) -> tuple:
-        """Why a launch's template args may be incomplete: entries Clang could not type, and Clang
-        errors inside the launching function (a statement that did not compile is missing from the AST)."""
+    def _incomplete(self, entries, ctx, c) -> tuple:
+        """Why a launch's template args may be incomplete: entries Clang could not type (or types only at a
+        template's instantiation), and Clang errors inside the launching function (a statement that did not
+        compile is missing from the AST)."""
         w = self.walk
         why = []
-        untyped = [e.value_text for e in entries if e.untyped]
-        if untyped:
-            why.append("Clang could not type " + ", ".join(f"`{t}`" for t in untyped)
-                       + " (a declaration it depends on did not compile), so whether it is a dtype is unknown")
-        ext = ctx.cursor.extent
-        rel = w.rel(ext.start.file) if ext.start.file is not None else None
-        errors = [(line, msg) for line, msg in w.error_lines.get(rel, ()) if ext.start.line <= line <= ext.end.line]
-        if errors and ctx.cursor.kind != w.K.TRANSLATION_UNIT:
+        errors = errors_inside(w, ctx.cursor) if ctx.cursor.kind != w.K.TRANSLATION_UNIT else []
+        untyped = ", ".join(f"`{e.value_text}`" for e in entries if e.untyped)
+        if untyped and is_dependent(w, c) and not errors:
+            why.append(f"{untyped} depends on a template parameter (Clang types it only where the template is "
+                       "instantiated), so whether it is a dtype is unknown")
+        elif untyped:
+            why.append(f"Clang could not type {untyped} (a declaration it depends on did not compile), so whether it is a "
+                       "dtype is unknown")
+        if errors:
             line, msg = errors[0]
             why.append(f"Clang reported {len(errors)} error{'s' if len(errors) > 1 else ''} inside {ctx.info.qualified_name} "
                        f"(first at line {line}: {msg}), and a statement that does not compile is missing from what was read")

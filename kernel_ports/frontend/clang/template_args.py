@@ -19,6 +19,7 @@ from kernel_ports.facts import TemplateArgEntry
 from kernel_ports.frontend.clang.context import Frame, c_string_value
 from kernel_ports.frontend.clang.dtype_flow import dtype_origin
 from kernel_ports.frontend.clang.model import FunctionInfo
+from kernel_ports.frontend.clang.patterns import is_dependent_type
 from kernel_ports.frontend.clang.toolchain import BINOPS
 
 
@@ -409,7 +410,7 @@ def _untyped(w, v) -> bool:
     t = v.type
     if t.kind in (TK.INVALID, TK.DEPENDENT):
         return True
-    return w.canonical(t) in ("", "<dependent type>")
+    return is_dependent_type(w, t)  # (a template parameter's type may be Dtype once instantiated)
 
 
 def _replace(entry, **kw):

@@ -28,6 +28,7 @@ leave_if_stmt              after an ``if`` and its branches             c, frame
 visit_value_use            a use of a variable, parameter, member or    c, referenced decl, its kind,
                            non-type template parameter                  frame, parents
 visit_kernel_launch        ``operator()`` on a kernel-type object       c, kernel object, args, frame, parents
+                           (or a call of one in a template pattern)
 visit_factory_call         a call of a registry factory                 c, referenced decl, backend, qname, args,
                                                                         frame, parents
 visit_selector_call        a call of the registry selector              c, args, frame, parents
@@ -62,6 +63,7 @@ from kernel_ports.frontend.clang.factories import FactoryCalls
 from kernel_ports.frontend.clang.guards import case_labels, guard_subject, if_guards
 from kernel_ports.frontend.clang.launches import Launches
 from kernel_ports.frontend.clang.model import CallEdge, FunctionInfo, Guard, ParseJob, TUResult
+from kernel_ports.frontend.clang.patterns import dependent_call, is_kernel_variable, resolved_at_instantiation
 from kernel_ports.frontend.clang.predicates import Predicates
 from kernel_ports.frontend.clang.refusals import Refusals
 from kernel_ports.frontend.clang.seams import SeamCalls
@@ -507,8 +509,9 @@ class Walk(UnitContext):
                 for visit in self.on["visit_kernel_launch"]:
                     visit(c, obj, args, ctx, parents)
                 return True
-        if ref is not None and ref.kind in (K.VAR_DECL, K.PARM_DECL, K.FIELD_DECL) and self.kernel_type and \
-                re.sub(r"^const ", "", self.ref_target(ref.type) or self.canonical(ref.type)) == self.kernel_type:
+        if ref is not None and is_kernel_variable(self, ref, ctx):
+            if resolved_at_instantiation(self, c, ctx, parents):
+                return self._dependent_launch(c, ch, ctx, parents)
             # a kernel object called without a typed operator(): Clang could not
             # type the launch's arguments (a missing declaration), so the call is
             # a recovery expression that names the kernel variable
@@ -522,12 +525,24 @@ class Walk(UnitContext):
             if self.missing_from_shim(name, loc.line, loc.path):
                 return True  # a name of the ROCm fork the shim cannot declare, not a target construct: in the notes
             kind = self.conv.target_kind_by_name(name)
+            later = dependent_call(self, c, ch, ctx, parents) if kind is None else None
+            if later == "launch":
+                return self._dependent_launch(c, ch, ctx, parents)
+            if later == "call":
+                self.res.seen.add((loc.path, loc.line, "call9"))  # resolved at instantiation, not a lost launch
+                return True
             if kind is None and len(ch) == 10 and ch and self.kernel_type:
                 kind = "invocation"
             if kind is not None:
                 self.res.untyped.append((loc.path, loc.line, loc.column, kind, name, "Clang could not resolve or type this call"))
             return True
         return False
+
+    def _dependent_launch(self, c, ch, ctx, parents) -> bool:
+        """A launch in a template pattern, typed at instantiation: its callee and arguments as written."""
+        for visit in self.on["visit_kernel_launch"]:
+            visit(c, ch[0], ch[1:], ctx, parents)
+        return True
 
     def _call_edge(self, c, ref, decl, q, usr, targs, args, ctx, parents, loc):
         """The call edge of a resolved call, its callers entry, and the visit_call event."""
