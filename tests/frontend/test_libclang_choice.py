@@ -42,12 +42,16 @@ def _choice(monkeypatch, setting: str):
     return toolchain.libclang()
 
 
-def test_auto_takes_a_verified_newer_system_library_and_nothing_else(system_dir, monkeypatch):
+def test_auto_takes_a_verified_newer_system_library_worth_taking_and_nothing_else(system_dir, monkeypatch):
     assert _choice(monkeypatch, "auto").source == "wheel"  # none installed
     system_dir(15)
     system_dir(23)  # newer, but its facts were never held to the wheel's
-    assert _choice(monkeypatch, "").source == "wheel"
     nineteen = system_dir(19)
+    assert toolchain.AUTO_SYSTEM_MAJORS == ()  # 19 is verified, but not faster: not taken unasked
+    assert _choice(monkeypatch, "").source == "wheel"
+    # majors listed as worth taking: the newest of them that is also verified (23 is not)
+    monkeypatch.setattr(toolchain, "AUTO_SYSTEM_MAJORS", (19, 23))
+    monkeypatch.setattr(toolchain, "VERIFIED_SYSTEM_MAJORS", (19,))
     chosen = _choice(monkeypatch, "auto")
     assert (chosen.source, chosen.path, chosen.version) == ("system", str(nineteen), "19")
     assert chosen.label == f"libclang 19 (system: {nineteen})"
@@ -70,7 +74,7 @@ def test_a_setting_that_names_nothing_usable_is_one_error(system_dir, monkeypatc
 
 def test_the_key_names_the_library_and_moves_when_it_changes(system_dir, monkeypatch):
     nineteen = system_dir(19)
-    system, wheel = _choice(monkeypatch, "auto"), _choice(monkeypatch, "wheel")
+    system, wheel = _choice(monkeypatch, "system"), _choice(monkeypatch, "wheel")
     assert system.key != wheel.key
     before = system.key
     nineteen.write_bytes(b"an upgraded library, of another size")
@@ -82,7 +86,7 @@ def test_the_prelude_of_one_libclang_is_not_another_s(system_dir, monkeypatch, t
     _choice(monkeypatch, "wheel")
     wheel_pch = prelude.prelude_path(args, tmp_path)
     system_dir(19)
-    _choice(monkeypatch, "auto")
+    _choice(monkeypatch, "system")
     assert prelude.prelude_path(args, tmp_path) != wheel_pch
     _choice(monkeypatch, "wheel")
     assert prelude.prelude_path(args, tmp_path) == wheel_pch

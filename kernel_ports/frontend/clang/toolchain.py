@@ -52,12 +52,15 @@ def system_cxx_headers() -> str:
     raise FrontEndError("no system C++ standard library headers found (e.g. /usr/include/c++/<version>/vector): install g++ or libstdc++-dev")
 
 
-# Which libclang parses. The bindings (``clang.cindex``) are the pinned wheel's; the library they drive may be a
-# newer one the machine has, which parses faster (libclang 19: see benchmarks/RESULTS.md). A system libclang is
-# taken on its own only at a major version whose facts the test suite holds byte-identical to the wheel's on the
-# goldens (tests/test_golden.py runs them on both); any other is used only when asked for.
+# Which libclang parses. The bindings (``clang.cindex``) are the pinned wheel's; the library they drive may be
+# another the machine has. VERIFIED_SYSTEM_MAJORS: the majors whose facts the test suite holds byte-identical to
+# the wheel's on the goldens (tests/test_golden.py runs both). AUTO_SYSTEM_MAJORS: those of them taken without
+# being asked for, because they parse faster. Debian 12's libclang 19.1.7 gives the wheel's facts but not its
+# speed (Clang time within noise of 18.1.1's on both benchmark trees, each parser process ~40 MiB larger:
+# benchmarks/RESULTS.md), so none is today; `KERNEL_PORTS_LIBCLANG=system` or a path uses one.
 LIBCLANG_ENV = "KERNEL_PORTS_LIBCLANG"
 VERIFIED_SYSTEM_MAJORS = (19,)
+AUTO_SYSTEM_MAJORS: tuple = ()
 SYSTEM_PACKAGE = "libclang1-19"  # the Debian 12 package of the newest verified major
 _SYSTEM_GLOBS = ("/usr/lib/llvm-*/lib/libclang-*.so.1", "/usr/lib/*-linux-gnu/libclang-*.so.1")
 _MAJOR = re.compile(r"libclang-(\d+)\.so")
@@ -119,7 +122,8 @@ def system_libclangs() -> list:
 
 def libclang() -> Libclang:
     """The libclang this run parses with: ``$KERNEL_PORTS_LIBCLANG`` (``wheel``, ``system``, a library's path;
-    unset or ``auto``: the newest system libclang of a verified major newer than the wheel's, else the wheel).
+    unset or ``auto``: the newest system libclang of a major verified and worth taking (``AUTO_SYSTEM_MAJORS``)
+    newer than the wheel's, else the wheel).
     A setting that names nothing usable is a :class:`FrontEndError`."""
     return _choose(os.environ.get(LIBCLANG_ENV, "").strip() or "auto")
 
@@ -131,7 +135,8 @@ def _choose(setting: str) -> Libclang:
     if setting in ("auto", "system"):
         wheel_major = int((wheel_libclang().version or "0").split(".")[0] or 0) if setting == "auto" else 0
         for major, path in system_libclangs():
-            if setting == "system" or (major in VERIFIED_SYSTEM_MAJORS and major > wheel_major):
+            if setting == "system" or (major in AUTO_SYSTEM_MAJORS and major in VERIFIED_SYSTEM_MAJORS
+                                       and major > wheel_major):
                 return Libclang("system", path, str(major))
         if setting == "system":
             raise FrontEndError(f"{LIBCLANG_ENV}=system: no system libclang found (Debian 12: apt-get install "
