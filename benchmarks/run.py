@@ -1,19 +1,22 @@
-"""Time `kernel-ports check`: cold, warm, one file changed, against a regex scan of the same files, in one run.
+"""Time `kernel-ports check`: cold, warm and after an edit, against the regex gates and the compiler, in one run.
 
 Each scenario runs the real command line in a fresh process, REPEAT times. A
 repeat is: cold (an empty cache directory), warm (nothing changed) with the
-regex baseline (benchmarks/regex_baseline.py over the same root) run right
-before and after it, and one file changed (a comment appended to one file,
-taken back afterwards). Reported: median wall times, median CPU times (user +
-system of the check and its parser workers), the warm/regex ratio (of the
-medians, and the median of each repeat's own ratio, so a load change between
-repeats cancels), peak memory (the largest resident set of the check's process
-tree, sampled every 10 ms in one more cold run and one more one-file run, which
-are not timed: the sampler shares the cores with the check; and the largest
-single process from ``ru_maxrss``), and the load average before and after.
+regex gates (benchmarks/regex_baseline.py over the same root, or the tree's own
+gate scripts: ``--gate``) run right before and after it, then each edit (a
+comment appended to one launcher, to a header every launcher includes, to the
+bridge unit; taken back after its run), then with ``--floor`` `g++
+-fsyntax-only` over the units the check parsed (compiler_floor.py), ``--jobs``
+at a time. Reported: median wall times, median CPU times (user + system of the
+check and its parser workers), each scenario's ratio to the gates (warm also per
+repeat, so a load change between repeats cancels), cold's to the compiler, peak
+memory (the largest resident set of the check's process tree, sampled every 10
+ms in one more cold run and one more run of each edit, which are not timed: the
+sampler shares the cores with the check; and the largest single process from
+``ru_maxrss``), and the load average before and after.
 
-    python benchmarks/run.py [--repeat 5] [--jobs 2]            # the generated tree (generate.py)
-    python benchmarks/run.py --registry R --touch PATH ...     # an existing tree (PATH relative to its root)
+    python benchmarks/run.py [--repeat 5] [--jobs 2] [--floor]          # the generated tree (generate.py)
+    python benchmarks/run.py --registry R --touch PATH [--header PATH] [--bridge PATH] [--gate SCRIPT]...
 
 The code timed is a byte-compiled copy of the ``kernel_ports`` package Python finds (PYTHONPATH, else the
 installed one), as ``pip install`` leaves a package: on a machine that sets ``PYTHONDONTWRITEBYTECODE`` an
@@ -125,15 +128,57 @@ def _median(xs):
     return statistics.median(xs) if xs else float("nan")
 
 
-def run(registry: Path, root: Path, touch: Path, repeat: int, jobs: int, work: Path, code: Path | None) -> dict:
-    """Each scenario ``repeat`` times; ``code``: the folder put first on PYTHONPATH for the checks (None: as is)."""
+EDITS = ("one launcher edited", "header edited", "bridge edited")
+FLOOR = "g++ -fsyntax-only"
+
+
+def _edited(path: Path, note: str) -> bytes:
+    """Append a comment to ``path`` (an edit that changes its content and no fact); returns the original bytes."""
+    original = path.read_bytes()
+    path.write_bytes(original + f"\n// {note}\n".encode())
+    return original
+
+
+def _gates(gates: list, env: dict) -> tuple[float, float]:
+    """(wall s, CPU s) of the regex gates, one process after another, as a CI job runs them."""
+    walls, cpus = zip(*(_timed(cmd, env)[:2] for cmd in gates))
+    return sum(walls), sum(cpus)
+
+
+def floor_commands(registry: Path, root: Path, env: dict, work: Path) -> list:
+    """The `g++ -fsyntax-only` command lines of the units a check parses (compiler_floor.py, from its facts)."""
+    cmd = [sys.executable, "-m", "kernel_ports", "facts", "--registry", str(registry), "--root", str(root),
+           "--format", "json"]
+    facts = work / "facts.json"
+    facts.write_text(_timed(cmd, env)[3], encoding="utf-8")
+    out = subprocess.run([sys.executable, str(HERE / "compiler_floor.py"), str(registry), str(facts), "--root",
+                          str(root)], env=env, capture_output=True, text=True, check=True, cwd=tempfile.gettempdir())
+    return json.loads(out.stdout)
+
+
+def _floor(commands: list, jobs: int) -> tuple[float, float, int]:
+    """(wall s, CPU s, units g++ rejected) of the compiler's pass over ``commands``, ``jobs`` at a time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    with ThreadPoolExecutor(jobs) as pool:
+        codes = list(pool.map(lambda c: subprocess.run(c, capture_output=True).returncode, commands))
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), sum(c != 0 for c in codes)
+
+
+def run(registry: Path, root: Path, edits: dict, gates: list, repeat: int, jobs: int, work: Path,
+        code: Path | None, floor: bool = False) -> dict:
+    """Each scenario ``repeat`` times; ``edits``: {scenario: the file it edits}; ``gates``: the regex gates'
+    command lines; ``code``: the folder put first on PYTHONPATH for the checks (None: as is)."""
     base = dict(os.environ, PYTHONPATH=str(code)) if code is not None else dict(os.environ)
-    check = check_command(registry, jobs)
-    regex = [sys.executable, str(HERE / "regex_baseline.py"), str(root)]
-    times = {k: [] for k in ("cold", "warm", "one file changed", "regex")}
+    check = check_command(registry, jobs) + ["--root", str(root)]
+    times = {k: [] for k in ("cold", "warm", "regex", *edits, *((FLOOR,) if floor else ()))}
     cpu = {k: [] for k in times}
-    ratios, rss_tree, doc = [], 0, {}
-    original = touch.read_bytes()
+    ratios, cold_ratios, rss_tree, doc, floor_cmds, rejected = [], [], 0, {}, None, 0
+    originals = {name: path.read_bytes() for name, path in edits.items()}
     loads = [_load()]
     try:
         for r in range(repeat):
@@ -143,42 +188,60 @@ def run(registry: Path, root: Path, touch: Path, repeat: int, jobs: int, work: P
             doc = json.loads(out)
             pair = []
             for scenario in ("regex", "warm", "regex", "warm"):
-                t, c, _, _, _ = _timed(regex if scenario == "regex" else check, env)
+                t, c = _gates(gates, env) if scenario == "regex" else _timed(check, env)[:2]
                 times[scenario].append(t), cpu[scenario].append(c)
                 pair.append(t)
             ratios.append((pair[1] + pair[3]) / (pair[0] + pair[2]))
-            touch.write_bytes(original + f"\n// edit {r}\n".encode())
-            t, c, _, _, _ = _timed(check, env)
-            times["one file changed"].append(t), cpu["one file changed"].append(c)
-            touch.write_bytes(original)
+            for name, path in edits.items():
+                _edited(path, f"edit {r}")
+                t, c, _, _, _ = _timed(check, env)
+                times[name].append(t), cpu[name].append(c)
+                path.write_bytes(originals[name])
+            if floor:
+                floor_cmds = floor_cmds or floor_commands(registry, root, env, work)
+                t, c, rejected = _floor(floor_cmds, jobs)
+                times[FLOOR].append(t), cpu[FLOOR].append(c)
+                cold_ratios.append(times["cold"][-1] / t)
             shutil.rmtree(work / f"cache{r}", ignore_errors=True)
-        # peak memory: a cold run and a one-file run of their own, sampled (their times are not reported)
+        # peak memory: a cold run and each edit of their own, sampled (their times are not reported)
         env = dict(base, KERNEL_PORTS_CACHE_DIR=str(work / "cache-memory"))
         rss_tree = _timed(check, env, sample=True)[2]
-        touch.write_bytes(original + b"\n// edit for memory\n")
-        rss_tree = max(rss_tree, _timed(check, env, sample=True)[2])
+        for name, path in edits.items():
+            _edited(path, "edit for memory")
+            rss_tree = max(rss_tree, _timed(check, env, sample=True)[2])
+            path.write_bytes(originals[name])
     finally:
-        touch.write_bytes(original)
+        for name, path in edits.items():
+            path.write_bytes(originals[name])
     loads.append(_load())
-    return {"times": times, "cpu": cpu, "ratios": ratios, "rss_tree": rss_tree, "doc": doc, "loads": loads,
-            "rss_max": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024, "code": code}
+    return {"times": times, "cpu": cpu, "ratios": ratios, "cold_ratios": cold_ratios, "rss_tree": rss_tree,
+            "doc": doc, "loads": loads, "rss_max": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024,
+            "code": code, "edits": {n: str(p.relative_to(root)) for n, p in edits.items()},
+            "floor_units": len(floor_cmds or ()), "floor_rejected": rejected}
 
 
-def report(res: dict, label: str) -> None:
+def report(res: dict, label: str, gates_label: str = "regex_baseline.py") -> None:
     summary = res["doc"].get("summary", {})
     print(f"machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
           f"PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r}")
     print("code: " + ("a byte-compiled copy of the package (as installed)" if res["code"] is not None
                       else "the package where it is, as the environment compiles it (--source)"))
     print(f"tree: {label}; checked: {summary.get('checked')}; findings: {len(res['doc'].get('findings', []))}")
-    print(f"headers: {summary.get('headers', {}).get('description', 'stubs (before header resolution)')}")
+    headers = summary.get("headers", {})
+    print(f"headers: {headers.get('description', 'stubs (before header resolution)')}; {headers.get('libclang', '')}")
+    print(f"regex gates: {gates_label}; edits: " + ", ".join(f"{n}: {p}" for n, p in res["edits"].items()))
     print(f"load average: before {res['loads'][0]}, after {res['loads'][1]}")
+    med = {name: _median(ts) for name, ts in res["times"].items()}
     for name, ts in res["times"].items():
-        print(f"{name:>17}: median {_median(ts):.3f} s  (runs: {', '.join(f'{t:.3f}' for t in ts)})"
+        print(f"{name:>19}: median {med[name]:.3f} s  (runs: {', '.join(f'{t:.3f}' for t in ts)})"
               f"  cpu median {_median(res['cpu'][name]):.3f} s")
-    warm, rx = _median(res["times"]["warm"]), _median(res["times"]["regex"])
-    print(f"warm / regex: {warm / rx:.2f} (medians); per-repeat ratios {', '.join(f'{x:.2f}' for x in res['ratios'])},"
-          f" median {_median(res['ratios']):.2f}")
+    print(f"warm / regex: {med['warm'] / med['regex']:.2f} (medians); per-repeat ratios "
+          f"{', '.join(f'{x:.2f}' for x in res['ratios'])}, median {_median(res['ratios']):.2f}")
+    for name in res["edits"]:
+        print(f"{name} / regex: {med[name] / med['regex']:.2f} (medians)")
+    if FLOOR in med:
+        print(f"cold / {FLOOR} ({res['floor_units']} units, 2 jobs here: --jobs; {res['floor_rejected']} rejected "
+              f"by g++): {med['cold'] / med[FLOOR]:.2f} (medians); per-repeat median {_median(res['cold_ratios']):.2f}")
     print(f"peak memory: process tree {res['rss_tree'] / 2**20:.0f} MiB (sampled), "
           f"largest single process {res['rss_max'] / 2**20:.0f} MiB (ru_maxrss)")
 
@@ -195,7 +258,11 @@ def default_touch(root: Path) -> Path | None:
     return next(iter(sorted(root.rglob("*_g0.cpp"))), None)
 
 
-def main(argv=None) -> int:
+GENERATED_HEADER = "src/lib/mlx-cpp/turbo/kernel_port.h"  # every generated launcher includes it
+GENERATED_BRIDGE = "src/lib/mlx-cpp/bridge/generated_bridge.cpp"
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--launchers", type=int, default=40)
     parser.add_argument("--lines", type=int, default=600)
@@ -205,14 +272,26 @@ def main(argv=None) -> int:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--registry", type=Path, default=None, help="an existing tree's registry instead of a generated one")
     parser.add_argument("--root", type=Path, default=None, help="its source root (default: the registry's)")
-    parser.add_argument("--touch", default=None, help="the file (relative to the root) the one-file scenario edits")
+    parser.add_argument("--touch", default=None, help="the launcher (relative to the root) the one-launcher scenario edits")
+    parser.add_argument("--header", default=None, help="a header every launcher includes, for the header scenario "
+                        f"(generated tree: {GENERATED_HEADER})")
+    parser.add_argument("--bridge", default=None, help=f"the largest unit, for the bridge scenario (generated tree: "
+                        f"{GENERATED_BRIDGE})")
+    parser.add_argument("--gate", action="append", default=[],
+                        help="a regex gate script of the tree (relative to the root, repeatable), timed one after "
+                             "another instead of benchmarks/regex_baseline.py")
+    parser.add_argument("--floor", action="store_true",
+                        help="time `g++ -fsyntax-only` over the units the check parses (--jobs at a time) each repeat")
     parser.add_argument("--headers", choices=("auto", "stubs"), default="auto",
                         help="compile.mlx_headers/cxx_headers of the generated registry: the installed real headers "
                              "(auto) or the bundled stubs, to compare with runs made before real headers existed")
     parser.add_argument("--source", action="store_true",
                         help="time the package where it is instead of a byte-compiled copy (see the module's doc)")
-    args = parser.parse_args(argv)
+    return parser
 
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="kp-bench-"))
     try:
         if args.registry is None:
@@ -223,6 +302,7 @@ def main(argv=None) -> int:
                                                  f"  cxx_headers: {args.headers}\n", 1), encoding="utf-8")
             root = work / "tree" / "engine"
             touch = default_touch(root)
+            header, bridge = args.header or GENERATED_HEADER, args.bridge or GENERATED_BRIDGE
             label = (f"generated, {args.launchers} launchers x ~{args.lines} lines, bridge unit ~{args.bridge_chars} "
                      f"chars, kernels header ~{args.kernels_chars} chars")
         else:
@@ -230,10 +310,18 @@ def main(argv=None) -> int:
             root = args.root.resolve() if args.root else registry_root(registry)
             if not args.touch:
                 raise SystemExit("--touch PATH is required with --registry")
-            touch = root / args.touch
+            touch, header, bridge = root / args.touch, args.header, args.bridge
             label = str(root)
+        edits = {name: root / rel if isinstance(rel, str) else rel
+                 for name, rel in zip(EDITS, (touch, header, bridge)) if rel is not None}
+        for name, path in edits.items():
+            if not path.is_file():
+                raise SystemExit(f"{name}: {path} is not a file")
+        gates = [[sys.executable, str(root / g)] for g in args.gate] or \
+            [[sys.executable, str(HERE / "regex_baseline.py"), str(root)]]
         code = None if args.source else installed_copy(package_dir(), work / "code")
-        report(run(registry, root, touch, args.repeat, args.jobs, work, code), label)
+        res = run(registry, root, edits, gates, args.repeat, args.jobs, work, code, args.floor)
+        report(res, label, " + ".join(args.gate) or "benchmarks/regex_baseline.py over the root")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

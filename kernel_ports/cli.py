@@ -149,6 +149,13 @@ def _command(name: str):
     return cmd_explain
 
 
+def _front_end_error(exc) -> bool:
+    # a setup problem of the Clang front end (no built-in headers, a libclang that cannot serve), looked up as the
+    # registry's error is
+    toolchain = sys.modules.get("kernel_ports.frontend.clang.toolchain")
+    return toolchain is not None and isinstance(exc, toolchain.FrontEndError)
+
+
 def _registry_error(exc) -> bool:
     # the registry loader is imported only by commands that read a registry (a check answered from its cache
     # entry does not), so its error class is looked up where it may have come from
@@ -179,6 +186,9 @@ def main(argv=None) -> int:
     except Exception as exc:  # an internal error is still one line and exit 2
         if _registry_error(exc):
             print(f"kernel-ports: registry error: {exc}", file=sys.stderr)
+            return EXIT_ERROR
+        if _front_end_error(exc):
+            print(f"kernel-ports: {exc}", file=sys.stderr)
             return EXIT_ERROR
         if os.environ.get("KERNEL_PORTS_DEBUG"):
             raise

@@ -70,6 +70,8 @@ def notes(headers: dict, errors: dict) -> list:
     out = []
     if headers:
         line = f"judged with {headers.get('description', '')}"
+        if headers.get("libclang"):
+            line += f"; parsed by {headers['libclang']}"
         if headers.get("compile_commands"):
             line += f" (compile_commands.json flags for {headers['compile_commands']} file(s))"
         out.append(line)

@@ -30,7 +30,8 @@ from kernel_ports.cache import format as cachefmt
 
 ENTRY_DIR = "check"
 # variables that change which headers a parse reads, or make a parse fail on purpose (a test hook)
-ENV_INPUTS = ("CPATH", "CPLUS_INCLUDE_PATH", "C_INCLUDE_PATH", "MLX_INCLUDE_DIR", "CXX_INCLUDE_DIR", "CXXBRIDGE_DIR")
+ENV_INPUTS = ("CPATH", "CPLUS_INCLUDE_PATH", "C_INCLUDE_PATH", "MLX_INCLUDE_DIR", "CXX_INCLUDE_DIR", "CXXBRIDGE_DIR",
+              "KERNEL_PORTS_LIBCLANG")
 NO_ENTRY_ENV = ("KERNEL_PORTS_FE_FAULT",)
 
 
@@ -162,6 +163,12 @@ def outside_inputs(registry, device: bool = False) -> tuple:
                 d = a[2:]
             if d and not Path(d).resolve().is_relative_to(root):
                 paths.add(str(Path(d).resolve()))
+    try:
+        # the library that parses, and where a system one is installed or removed (/usr/lib/llvm-N/), which can
+        # change the one chosen
+        paths |= {os.path.realpath(clang.libclang().path), "/usr/lib"}
+    except clang.FrontEndError:
+        pass
     try:
         import clang
 

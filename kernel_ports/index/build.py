@@ -120,6 +120,7 @@ def _index(run: _Run, parsing: Parsing, cpp_files: list) -> None:
     if tus:
         clang.builtin_include_dir()
         clang.system_cxx_headers()
+        index.headers["libclang"] = clang.libclang().label  # which libclang judged the tree (cache keys hold it)
     unread, hidden = {}, {}
     if tus and plan.FOCUS:
         unread, hidden = plan.unread_bodies_of_tree(registry, cache, cpp_files, hashes, names, names_key, witnessed,
@@ -154,7 +155,8 @@ def _compile_key(registry, conv, root: Path, cc: dict, withheld: tuple) -> str:
     # include dirs inside the root are keyed relative to it, so a copy of the tree elsewhere reuses the parses of
     # its unchanged files (their content hashes and those of the project headers they read still decide)
     return sha(repr((registry.compile.std, registry.compile.defines, tuple(dir_key(d, root) for d in registry.compile.include_dirs),
-                     conv, headers.resolve_for(registry).digest, FRONTEND_VERSION, sorted(cc.items()), withheld)).encode())[:24]
+                     conv, headers.resolve_for(registry).digest, FRONTEND_VERSION, sorted(cc.items()), withheld,
+                     clang.libclang().key)).encode())[:24]
 
 
 def _cached_or_started(index, parsing: Parsing, cache: FileCache, wanted: list, hashes: dict, t_start: float) -> list:

@@ -29,7 +29,7 @@ _HOMES = {
     "GPU_SUFFIXES": "args", "build_args": "args",
     "parse_translation_unit": "session",
     "FrontEndError": "toolchain", "builtin_include_dir": "toolchain", "cindex": "toolchain",
-    "system_cxx_headers": "toolchain",
+    "system_cxx_headers": "toolchain", "libclang": "toolchain", "Libclang": "toolchain",
 }
 __all__ = sorted(_HOMES)
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Optional
 
 from kernel_ports.frontend import headers
-from kernel_ports.frontend.clang.toolchain import FrontEndError, builtin_include_dir, cindex
+from kernel_ports.frontend.clang.toolchain import FrontEndError, builtin_include_dir, cindex, libclang
 
 PRELUDE_STD_HEADERS = (
     "algorithm", "array", "atomic", "cstddef", "cstdint", "cstring", "functional", "initializer_list",
@@ -143,15 +143,11 @@ def _prelude_header_args(args, with_stubs: bool = True) -> list:
     return ["-x", "c++-header", "-fpch-instantiate-templates"] + args
 
 
-def prelude_path(args, cache_dir: Path, cindex_file: Optional[str] = None, with_stubs: bool = False) -> Path:
-    """Where the prelude for an argument set is (or will be) stored; computed without loading libclang."""
-    if cindex_file is None:
-        import importlib.util
-
-        spec = importlib.util.find_spec("clang.cindex")
-        cindex_file = spec.origin if spec is not None else ""
+def prelude_path(args, cache_dir: Path, with_stubs: bool = False) -> Path:
+    """Where the prelude for an argument set is (or will be) stored; computed without loading libclang. A
+    precompiled header is read only by the Clang that wrote it, so the library's identity is in the name."""
     text = "\0".join(_prelude_header_args(list(args), with_stubs) + [f"options={PRELUDE_PARSE_OPTIONS}"]) + prelude_text(with_stubs) \
-        + headers.args_digest(args, _builtin_dirs()) + cindex_file
+        + headers.args_digest(args, _builtin_dirs()) + libclang().key
     key = hashlib.sha256(text.encode()).hexdigest()[:20]
     return Path(cache_dir) / f"prelude-{key}.pch"
 
@@ -163,7 +159,7 @@ def build_prelude(args: list, cache_dir: Path, with_stubs: bool = False) -> Opti
     walk does not list; what it needs of them (the kernel type a factory
     returns, Dtype ...) is written beside the prelude (``prelude_api``)."""
     ci = cindex()
-    out = prelude_path(args, cache_dir, ci.__file__, with_stubs)
+    out = prelude_path(args, cache_dir, with_stubs)
     if out.is_file():
         return str(out)
     src = out.with_suffix(".h")

@@ -16,7 +16,9 @@ import glob
 import os
 import re
 import subprocess
+from dataclasses import dataclass
 from functools import lru_cache
+
 
 class FrontEndError(Exception):
     """A setup problem the CLI reports in one line (exit 2)."""
@@ -50,28 +52,148 @@ def system_cxx_headers() -> str:
     raise FrontEndError("no system C++ standard library headers found (e.g. /usr/include/c++/<version>/vector): install g++ or libstdc++-dev")
 
 
+# Which libclang parses. The bindings (``clang.cindex``) are the pinned wheel's; the library they drive may be
+# another the machine has. VERIFIED_SYSTEM_MAJORS: the majors whose facts the test suite holds byte-identical to
+# the wheel's on the goldens (tests/test_golden.py runs both). AUTO_SYSTEM_MAJORS: those of them taken without
+# being asked for, because they parse faster. Debian 12's libclang 19.1.7 gives the wheel's facts but not its
+# speed (Clang time within noise of 18.1.1's on both benchmark trees, each parser process ~40 MiB larger:
+# benchmarks/RESULTS.md), so none is today; `KERNEL_PORTS_LIBCLANG=system` or a path uses one.
+LIBCLANG_ENV = "KERNEL_PORTS_LIBCLANG"
+VERIFIED_SYSTEM_MAJORS = (19,)
+AUTO_SYSTEM_MAJORS: tuple = ()
+SYSTEM_PACKAGE = "libclang1-19"  # the Debian 12 package of the newest verified major
+_SYSTEM_GLOBS = ("/usr/lib/llvm-*/lib/libclang-*.so.1", "/usr/lib/*-linux-gnu/libclang-*.so.1")
+_MAJOR = re.compile(r"libclang-(\d+)\.so")
+# what the walk needs of a library beyond the bindings' own table (which cindex checks when it loads one)
+_EXTRA_CALLS = ("clang_getCursorBinaryOperatorKind", "clang_getCursorUnaryOperatorKind", "clang_Cursor_Evaluate",
+                "clang_EvalResult_getKind", "clang_EvalResult_getAsLongLong", "clang_EvalResult_dispose")
+
+
+@dataclass(frozen=True)
+class Libclang:
+    """The libclang a run parses with, chosen without loading it (the parent process never does)."""
+
+    source: str  # "wheel" (the pinned libclang wheel), "system" (found in the system's library folders), "path"
+    path: str  # the shared library
+    version: str  # "18.1.1" for the wheel; a system library's major from its name ("19"); "" when unknown
+
+    @property
+    def label(self) -> str:
+        """What judged the tree, for the summary and `facts`."""
+        version = f"libclang {self.version}" if self.version else "libclang"
+        where = "the libclang wheel" if self.source == "wheel" else f"{self.source}: {self.path}"
+        return f"{version} ({where})"
+
+    @property
+    def key(self) -> str:
+        """The library for cache keys: a parse or a prelude made by one libclang is never read with another."""
+        real = os.path.realpath(self.path)
+        try:
+            st = os.stat(real)
+            return f"{self.source}|{real}|{st.st_size}|{st.st_mtime_ns}"
+        except OSError:
+            return f"{self.source}|{real}|missing"
+
+
+def wheel_libclang() -> Libclang:
+    import importlib.util
+
+    spec = importlib.util.find_spec("clang")
+    if spec is None or not spec.origin:
+        raise FrontEndError("libclang's Python bindings are not installed: pip install libclang==18.1.1")
+    package = os.path.dirname(spec.origin)
+    # the version from the wheel's metadata folder beside the package (importlib.metadata costs ~0.1 s to import)
+    dist = sorted(glob.glob(os.path.join(os.path.dirname(package), "libclang-*.dist-info")))
+    version = os.path.basename(dist[-1])[len("libclang-"):-len(".dist-info")] if dist else ""
+    return Libclang("wheel", os.path.join(package, "native", "libclang.so"), version)
+
+
+def system_libclangs() -> list:
+    """The system's libclang libraries, [(major, path)], newest first, one per library file."""
+    found, seen = [], set()
+    for pattern in _SYSTEM_GLOBS:
+        for path in sorted(glob.glob(pattern)):
+            m = _MAJOR.search(os.path.basename(path))
+            real = os.path.realpath(path)
+            if m and real not in seen and os.path.isfile(real):
+                seen.add(real)
+                found.append((int(m.group(1)), path))
+    return sorted(found, key=lambda mp: -mp[0])
+
+
+def libclang() -> Libclang:
+    """The libclang this run parses with: ``$KERNEL_PORTS_LIBCLANG`` (``wheel``, ``system``, a library's path;
+    unset or ``auto``: the newest system libclang of a major verified and worth taking (``AUTO_SYSTEM_MAJORS``)
+    newer than the wheel's, else the wheel).
+    A setting that names nothing usable is a :class:`FrontEndError`."""
+    return _choose(os.environ.get(LIBCLANG_ENV, "").strip() or "auto")
+
+
+@lru_cache(maxsize=8)
+def _choose(setting: str) -> Libclang:
+    if setting == "wheel":
+        return wheel_libclang()
+    if setting in ("auto", "system"):
+        wheel_major = int((wheel_libclang().version or "0").split(".")[0] or 0) if setting == "auto" else 0
+        for major, path in system_libclangs():
+            if setting == "system" or (major in AUTO_SYSTEM_MAJORS and major in VERIFIED_SYSTEM_MAJORS
+                                       and major > wheel_major):
+                return Libclang("system", path, str(major))
+        if setting == "system":
+            raise FrontEndError(f"{LIBCLANG_ENV}=system: no system libclang found (Debian 12: apt-get install "
+                                f"{SYSTEM_PACKAGE})")
+        return wheel_libclang()
+    if os.path.isfile(setting):
+        for major, path in system_libclangs():  # a system library named by its path is still the system's
+            if os.path.realpath(path) == os.path.realpath(setting):
+                return Libclang("system", path, str(major))
+        m = _MAJOR.search(os.path.basename(os.path.realpath(setting)))
+        return Libclang("path", os.path.abspath(setting), m.group(1) if m else "")
+    raise FrontEndError(f"{LIBCLANG_ENV}={setting!r}: not wheel, system, auto or a libclang library file")
+
+
 _ci = None
+_loaded: tuple = ()  # (the setting, the Libclang) the bindings were loaded with in this process
 
 
 def cindex():
-    global _ci
-    if _ci is None:
-        import clang.cindex as ci
+    """The bindings, loaded once per process with the library :func:`libclang` chooses."""
+    global _ci, _loaded
+    if _ci is not None:
+        if os.environ.get(LIBCLANG_ENV, "") != _loaded[0] and libclang() != _loaded[1]:
+            # a process keeps the library it loaded: a parser forked from it would otherwise parse with that one
+            # under the other's cache keys
+            raise FrontEndError(f"this process parses with {_loaded[1].label}; {LIBCLANG_ENV} now names "
+                                f"{libclang().label}")
+        return _ci
+    import clang.cindex as ci
 
-        lib = ci.conf.lib
-        for name, argtypes, restype in (
-            ("clang_getCursorBinaryOperatorKind", [ci.Cursor], ctypes.c_int),
-            ("clang_getCursorUnaryOperatorKind", [ci.Cursor], ctypes.c_int),
-            ("clang_Cursor_Evaluate", [ci.Cursor], ctypes.c_void_p),
-            ("clang_EvalResult_getKind", [ctypes.c_void_p], ctypes.c_int),
-            ("clang_EvalResult_getAsLongLong", [ctypes.c_void_p], ctypes.c_longlong),
-            ("clang_EvalResult_dispose", [ctypes.c_void_p], None),
-        ):
-            fn = getattr(lib, name)
-            fn.argtypes = argtypes
-            fn.restype = restype
-        _speed_up_cursors(ci)
-        _ci = ci
+    chosen = libclang()
+    if not ci.conf.loaded:
+        ci.conf.set_library_file(chosen.path)
+    elif os.path.realpath(ci.conf.get_filename()) != os.path.realpath(chosen.path):
+        raise FrontEndError(f"libclang's bindings were loaded with {ci.conf.get_filename()} before "
+                            f"kernel_ports chose {chosen.label}")
+    try:
+        lib = ci.conf.lib  # (the bindings declare their whole function table here: a call missing raises)
+    except ci.LibclangError as exc:
+        raise FrontEndError(f"{chosen.label} cannot serve the bindings: {str(exc).split('. ')[0]}") from None
+    missing = [name for name in _EXTRA_CALLS if not hasattr(lib, name)]
+    if missing:
+        raise FrontEndError(f"{chosen.label} lacks {', '.join(missing)} (libclang 17 or newer is needed)")
+    for name, argtypes, restype in (
+        ("clang_getCursorBinaryOperatorKind", [ci.Cursor], ctypes.c_int),
+        ("clang_getCursorUnaryOperatorKind", [ci.Cursor], ctypes.c_int),
+        ("clang_Cursor_Evaluate", [ci.Cursor], ctypes.c_void_p),
+        ("clang_EvalResult_getKind", [ctypes.c_void_p], ctypes.c_int),
+        ("clang_EvalResult_getAsLongLong", [ctypes.c_void_p], ctypes.c_longlong),
+        ("clang_EvalResult_dispose", [ctypes.c_void_p], None),
+    ):
+        fn = getattr(lib, name)
+        fn.argtypes = argtypes
+        fn.restype = restype
+    _speed_up_cursors(ci)
+    _ci, _loaded = ci, (os.environ.get(LIBCLANG_ENV, ""), chosen)
     return _ci
 
 
