@@ -341,8 +341,13 @@ def unique_names(kernels) -> None:
             ck.name = _NAME_OK.sub("_", f"{name}.{PurePosixPath(ck.file).stem}")
     used: set = set()
     for ck in kernels:
-        base, n = ck.name, 2
-        while ck.name in used:
-            ck.name = f"{base}_{n}"
-            n += 1
-        used.add(ck.name)
+        take_free_name(ck, used)
+
+
+def take_free_name(ck, taken: set) -> None:
+    """Give ``ck`` its name, or the first ``<name>_<n>`` (n = 2, 3, ...) not in ``taken``; add it there."""
+    base, n = ck.name, 2
+    while ck.name in taken:
+        ck.name = f"{base}_{n}"
+        n += 1
+    taken.add(ck.name)

@@ -29,6 +29,7 @@ from kernel_ports.surface import (
     launcher_drift,
     match_kernels,
     same_port,
+    take_free_name,
 )
 from kernel_ports.registry.roundtrip import (
     as_block_list,
@@ -234,11 +235,7 @@ def _add_new_kernels(y, registry, unmatched, doc_kernels, result) -> None:
         as_block_list(doc_kernels)
     taken = {k.name for k in registry.kernels}
     for ck in unmatched:
-        base, n = ck.name, 2
-        while ck.name in taken:
-            ck.name = f"{base}_{n}"
-            n += 1
-        taken.add(ck.name)
+        take_free_name(ck, taken)
         item = y.load("\n".join(render_kernel(kernel_entry(ck), 0)) + "\n")[0]
         files = [k.get("file") for k in doc_kernels]
         at = max((j for j, f in enumerate(files) if f == ck.file), default=len(files) - 1) + 1
