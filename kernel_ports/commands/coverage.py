@@ -216,7 +216,7 @@ _WAVE_PROBLEM = {"KP105": "lane operations found (KP105)", "KP502": "contradicte
 
 def device_build_item(index, row, own_findings) -> Item | None:
     """Per target: how the HIP bodies the table's .rocm slot reaches built (only when a device build ran)."""
-    info = getattr(index, "device", None) or {}
+    info = index.device
     if not info.get("compiler"):
         return None
     builds = [b for b in index.device_builds if row.table in b.tables]

@@ -64,7 +64,7 @@ def _dashboard(args) -> int:
 
 def device_note(index) -> str:
     """What the checklist says when the HIP bodies were not built."""
-    info = getattr(index, "device", None) or {}
+    info = index.device
     if info.get("compiler"):
         return ""
     if info.get("missing"):
