@@ -54,7 +54,7 @@ def analyze(registry, options: Options | None = None) -> Result:
     options = options or Options()
     scope = resolve_scope(registry)
     index = build_project_index(registry, scope, options)
-    device_notes = _device_builds(registry, scope, index, options)
+    device_notes = device_builds(registry, scope, index, options)
     ctx = Context(registry=registry, index=index, scope=scope)
     raw: list[Finding] = list(scope.findings)
     rules_run = []
@@ -82,7 +82,7 @@ def analyze(registry, options: Options | None = None) -> Result:
     return Result(findings, summary, index, scope)
 
 
-def _device_builds(registry, scope, index, options) -> list:
+def device_builds(registry, scope, index, options) -> list:
     """Device builds when the flag or the registry's compile.device.rocm asks for them: their notes."""
     if options.device_compile is None and registry.compile.device_rocm is None:
         return []

@@ -17,7 +17,7 @@ def cmd_facts(args) -> int:
 
 
 def _index(args):
-    from kernel_ports.project import build_project_index
+    from kernel_ports.project import build_project_index, device_builds
     from kernel_ports.scope import resolve_scope
 
     check_run_args(args)
@@ -26,10 +26,7 @@ def _index(args):
     scope = resolve_scope(registry)
     options = run_options(args)
     index = build_project_index(registry, scope, options)
-    if options.device_compile is not None or registry.compile.device_rocm is not None:
-        from kernel_ports.index import device
-
-        device.run_for_check(registry, scope, index, options)
+    device_builds(registry, scope, index, options)
     return registry, index
 
 

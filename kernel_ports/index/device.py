@@ -10,7 +10,6 @@ path and version, the target, the flags and this front end's code, so it is read
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -18,21 +17,13 @@ from pathlib import Path
 
 from kernel_ports.scope import limits as limits_mod
 from kernel_ports.facts import DeviceBuild, Location
+from kernel_ports.index.device_plan import code_digest
 from kernel_ports.infer.device_targets import wavefront_width
 from kernel_ports.frontend.device import compiler as driver, reports, source
 from kernel_ports.frontend.device.build_model import CompileOutcome, VariantOutcome
 
-@functools.lru_cache(maxsize=1)
-def _code_digest() -> str:
-    here = Path(__file__).resolve().parent.parent
-    h = hashlib.sha256()
-    for p in sorted((here / "frontend" / "device").glob("*.py")) + [Path(__file__), here / "index" / "device_plan.py"]:
-        h.update(p.read_bytes())
-    return h.hexdigest()[:16]
-
-
 def cache_key(compiler, target: str, unit: str, include_dirs: tuple) -> str:
-    parts = ["device-build", _code_digest(), compiler.path, compiler.version, target,
+    parts = ["device-build", code_digest(), compiler.path, compiler.version, target,
              " ".join(driver.JIT_FLAGS + driver.DEVICE_FLAGS), "\0".join(include_dirs), unit]
     return hashlib.sha256("\n".join(parts).encode("utf-8", "replace")).hexdigest()
 

@@ -11,9 +11,12 @@ guessed values (named in the variant, so a finding never rests on one guess).
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import itertools
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Optional
 
 from kernel_ports.frontend.device.build_model import BodyBuild, Piece, Variant
@@ -260,7 +263,11 @@ def include_problem(pieces: tuple, root, resolve) -> tuple:
                 if ".." in Path(name).parts:
                     return (where, f"`#include {spelled[:60]}` names a file outside the tree"), ()
                 continue  # not a tree file: the compiler's own search answers (and fails as the runtime would)
-            dirs.append(str((Path(root) / rel).parent))
+            # the folder the spelled name is found under: `#include "sub/x.h"` resolved to a/sub/x.h is found in a/
+            found_in = Path(root) / rel
+            for _ in Path(name).parts:
+                found_in = found_in.parent
+            dirs.append(str(found_in))
     return None, tuple(dict.fromkeys(dirs))
 
 
@@ -322,6 +329,17 @@ def _data(by_path: dict, path: str):
     return getattr(f, "data", None) if f is not None else None
 
 
+@functools.lru_cache(maxsize=1)
+def code_digest() -> str:
+    """The device front end's code and what its plan reads with (the witness): part of every device cache key."""
+    here = Path(__file__).resolve().parent.parent
+    h = hashlib.sha256()
+    for p in sorted((here / "frontend" / "device").glob("*.py")) + [here / "index" / "device.py", Path(__file__),
+                                                                       here / "frontend" / "witness.py"]:
+        h.update(p.read_bytes())
+    return h.hexdigest()[:16]
+
+
 class TreeReads:
     """What tree-sitter reads for the plan (a launcher's guards, a body chosen by a condition), kept per file
     content and question in the cache, as data: a warm check parses no file again."""
@@ -329,14 +347,18 @@ class TreeReads:
     def __init__(self, by_path: dict, cache=None):
         self.by_path = by_path
         self.cache = cache
+        self._hashes: dict = {}
 
     def _answer(self, path: str, question: tuple, ask, empty):
         data = _data(self.by_path, path)
         if data is None:
             return empty
-        import hashlib
+        from kernel_ports.cache.units import sha
 
-        key = hashlib.sha256(repr(("device-plan-read", question, hashlib.sha256(data).hexdigest())).encode()).hexdigest()
+        if path not in self._hashes:
+            self._hashes[path] = sha(data)
+        # keyed by the code that answers too, so an answer from an older front end is never read back
+        key = sha(repr(("device-plan-read", code_digest(), question, self._hashes[path])).encode())
         got = self.cache.get(key) if self.cache is not None else None
         if got is None:
             got = ask(data)

@@ -13,7 +13,6 @@ files are rewritten atomically after checking they did not change meanwhile.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import shutil
 import tempfile
@@ -118,8 +117,11 @@ def run_port(registry, kernel: str, target: str, options) -> Outcome:
     from kernel_ports.commands.sync import compute_sync
 
     policy = Policy(severity=registry.severity)
+    # the tree before the port is judged as the ported one will be, device builds included, so that only what
+    # the port brings is reported as new
+    device, missing = _device_compile(registry, target)
     opts = Options(policy=policy, jobs=options.jobs, use_cache=options.use_cache, cache_dir=options.cache_dir,
-                   compile_commands=options.compile_commands)
+                   compile_commands=options.compile_commands, device_compile=device)
     before = analyze(registry, opts)
     scope = resolve_scope(registry)
     drift = compute_sync(registry, before.index, scope)
@@ -127,8 +129,6 @@ def run_port(registry, kernel: str, target: str, options) -> Outcome:
         raise PortError(f"kernel-ports: port: {registry.path} already differs from the code ({len(drift.changes)} "
                         "change(s)); run `kernel-ports sync` first so the port's registry change stands alone")
     plan = plan_port(registry, before.index, kernel, target)
-    device, missing = _device_compile(registry, target)
-    opts = dataclasses.replace(opts, device_compile=device)
     with tempfile.TemporaryDirectory(prefix="kernel-ports-port-") as tmp:
         _copy_tree(registry, before.index, scope, plan, Path(tmp))
         copy = load_registry(registry.path, root_override=tmp)

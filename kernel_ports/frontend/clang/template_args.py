@@ -20,7 +20,7 @@ from kernel_ports.frontend.clang.context import Frame, c_string_value
 from kernel_ports.frontend.clang.dtype_flow import dtype_origin
 from kernel_ports.frontend.clang.model import FunctionInfo
 from kernel_ports.frontend.clang.patterns import is_dependent_type
-from kernel_ports.frontend.clang.toolchain import BINOPS
+from kernel_ports.frontend.clang.toolchain import BINOPS, evaluate_integer
 
 
 
@@ -390,7 +390,6 @@ def _entry(w, e, how, ctx, name_cursor=None, value_cursor=None) -> Optional[Temp
 
 def _constant_value(w, v, is_dtype: bool):
     """What a device build takes for the value: the integer or bool Clang evaluates, or a constant dtype's name."""
-    from kernel_ports.frontend.clang.toolchain import evaluate_integer
 
     if is_dtype:
         r = v.referenced if v.kind == w.K.DECL_REF_EXPR else None

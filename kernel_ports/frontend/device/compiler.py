@@ -19,6 +19,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernel_ports.scope import limits
+
 DEBIAN_PACKAGES = "hipcc libamdhip64-dev rocm-device-libs"
 JIT_FLAGS = ("-std=c++17", "-O3", "-DMLX_USE_ROCM")
 # the device side only; remarks give the resource usage; -save-temps keeps the front end's bitcode, whose
@@ -139,9 +141,12 @@ def _limit_memory(budget_mib: int):
         if budget_mib:
             import resource
 
-            limit = (budget_mib + COMPILER_BASE_MIB) * 1024 * 1024
-            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-        os.setsid()
+            # never above a hard limit already in force (raising one would fail, and fail the compile)
+            _, hard = resource.getrlimit(resource.RLIMIT_AS)
+            limit = (budget_mib + COMPILER_BASE_MIB) * limits.MIB
+            if hard != resource.RLIM_INFINITY:
+                limit = min(limit, hard)
+            resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
     return apply
 
 
@@ -164,12 +169,15 @@ def compile_unit(compiler: Compiler, target: str, text: str, timeout_s: float, m
         try:
             proc = subprocess.run(command(compiler, target, "kernel.hip", "kernel.o", include_dirs), cwd=scratch, env=environment(),
                                   capture_output=True, text=True, errors="replace", timeout=timeout_s,
-                                  stdin=subprocess.DEVNULL, preexec_fn=_limit_memory(memory_mib))
+                                  stdin=subprocess.DEVNULL, start_new_session=True,
+                                  preexec_fn=_limit_memory(memory_mib))
         except subprocess.TimeoutExpired:
             return RawCompile("timeout", "", "", time.monotonic() - start)
+        except (OSError, subprocess.SubprocessError) as exc:
+            return RawCompile("crash", str(exc), "", time.monotonic() - start)
         stderr = proc.stderr
         if proc.returncode < 0 or "PLEASE submit a bug report" in stderr:
-            oom = any(m in stderr for m in ("out of memory", "std::bad_alloc", "Cannot allocate memory"))
+            oom = limits.ran_out_of_memory(stderr)
             return RawCompile("memory" if oom else "crash", stderr, "", time.monotonic() - start)
         if proc.returncode != 0:
             return RawCompile("failed", stderr, "", time.monotonic() - start)
