@@ -181,7 +181,7 @@ def outside_inputs(registry, device: bool = False) -> tuple:
         from kernel_ports.frontend.device import compiler
 
         # the HIP compilers a device build may find: installing, removing or upgrading one changes the builds
-        paths |= set(compiler.candidates(registry.compile.device_rocm.compiler if registry.compile.device_rocm else "auto"))
+        paths |= set(compiler.candidates(registry.compile.hip_compiler))
     return tuple((p, _stat_sig(p)) for p in sorted(paths))
 
 

@@ -71,7 +71,7 @@ def device_compiler_present(args, registry) -> None:
     from kernel_ports.cache.units import FileCache
     from kernel_ports.frontend.device.compiler import CompilerMissing, find_compiler
 
-    setting = registry.compile.device_rocm.compiler if registry.compile.device_rocm else "auto"
+    setting = registry.compile.hip_compiler
     where = Path(args.cache_dir) if getattr(args, "cache_dir", None) else default_cache_dir()
     try:
         find_compiler(setting, FileCache(None if getattr(args, "no_cache", False) else where))

@@ -231,20 +231,15 @@ def device_build_item(index, row, own_findings) -> Item | None:
     return Item("device build", bool(builds) and not problems, detail)
 
 
-def _span(values) -> str:
-    got = sorted({v for v in values if v is not None})
-    if not got:
-        return "?"
-    return str(got[0]) if got[0] == got[-1] else f"{got[0]}-{got[-1]}"
-
-
 def target_state(target: str, builds: list, marked: bool) -> str:
+    from kernel_ports.index.device import span
+
     built = [b for b in builds if b.result == "built"]
     if built:
         state = "built" if len(built) == len(builds) else f"{len(built)}/{len(builds)} variants built"
         lanes = sorted({i for b in built for i in b.lane_intrinsics})
-        return (f"{target}: {state} (VGPRs {_span(b.vgprs for b in built)}, occupancy "
-                f"{_span(b.occupancy for b in built)}, scratch {_span(b.scratch_bytes for b in built)} B"
+        return (f"{target}: {state} (VGPRs {span(b.vgprs for b in built)}, occupancy "
+                f"{span(b.occupancy for b in built)}, scratch {span(b.scratch_bytes for b in built)} B"
                 + (f", lane ops {', '.join(lanes)}" if lanes else "") + ")")
     if all(b.at_guard for b in builds):
         return f"{target}: stops at its wavefront guard" + ("" if marked else " (wave32 only: expected)")

@@ -163,7 +163,8 @@ def run_for_check(registry, scope, index, options) -> list:
     return device_notes(index)
 
 
-def _range(values) -> str:
+def span(values) -> str:
+    """The values as `a` or `a-b` (None left out), `?` when there is none."""
     got = sorted({v for v in values if v is not None})
     if not got:
         return "?"
@@ -185,10 +186,10 @@ def device_notes(index) -> list:
         if dtypes:
             line += f" ({' '.join(dtypes)})"
         if ok:
-            line += (f"; SGPRs {_range(b.sgprs for b in ok)}, VGPRs {_range(b.vgprs for b in ok)}, "
-                     f"spills {_range((b.sgpr_spill or 0) + (b.vgpr_spill or 0) for b in ok)}, "
-                     f"scratch {_range(b.scratch_bytes for b in ok)} B/lane, LDS {_range(b.lds_bytes for b in ok)} B, "
-                     f"occupancy {_range(b.occupancy for b in ok)}")
+            line += (f"; SGPRs {span(b.sgprs for b in ok)}, VGPRs {span(b.vgprs for b in ok)}, "
+                     f"spills {span((b.sgpr_spill or 0) + (b.vgpr_spill or 0) for b in ok)}, "
+                     f"scratch {span(b.scratch_bytes for b in ok)} B/lane, LDS {span(b.lds_bytes for b in ok)} B, "
+                     f"occupancy {span(b.occupancy for b in ok)}")
             lanes = sorted({x for b in ok for x in b.lane_intrinsics})
             line += f"; lane ops: {', '.join(lanes)}" if lanes else "; no lane op"
         failed = [b for b in builds if b.result != "built"]

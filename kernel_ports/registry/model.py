@@ -86,6 +86,11 @@ class Compile:
     device_rocm: DeviceCompile | None = None  # None: the registry has no compile.device.rocm
 
     @property
+    def hip_compiler(self) -> str:
+        """The hipcc setting device builds use: the registry's ``compile.device.rocm.compiler``, else ``auto``."""
+        return self.device_rocm.compiler if self.device_rocm else "auto"
+
+    @property
     def default_configuration(self) -> Configuration:
         """The configuration named ``default``, else the first: every unit is parsed in it."""
         return next((c for c in self.configurations if c.name == "default"), self.configurations[0])

@@ -88,7 +88,7 @@ def _device_compile(registry, target: str) -> tuple:
         return None, ""
     from kernel_ports.frontend.device.compiler import CompilerMissing, find_compiler
 
-    setting = registry.compile.device_rocm.compiler if registry.compile.device_rocm else "auto"
+    setting = registry.compile.hip_compiler
     try:
         find_compiler(setting)
     except CompilerMissing as exc:

@@ -299,12 +299,6 @@ class UnitContext:
         """``r`` is a name a structured binding of this unit declares (a use of it reads the initialiser's value)."""
         return r.kind == self.K.UNEXPOSED_DECL and r.get_usr() in self.bindings
 
-    def missing_from_shim(self, name: str, line: int, path: str) -> bool:
-        """An unresolved call at ``path:line`` of ``name``, a name the bundled ROCm shim does not declare
-        (:meth:`_shim_missing`)."""
-        return bool(name) and any((p, at, q.rsplit("::", 1)[-1]) == (path, line, name)
-                                  for p, at, q in self.res.shim_missing)
-
     def has_throw(self, s) -> bool:
         """The branch throws at its top level (a refusal), not somewhere nested."""
         K = self.K

@@ -65,8 +65,16 @@ SYSTEM_PACKAGE = "libclang1-19"  # the Debian 12 package of the newest verified 
 _SYSTEM_GLOBS = ("/usr/lib/llvm-*/lib/libclang-*.so.1", "/usr/lib/*-linux-gnu/libclang-*.so.1")
 _MAJOR = re.compile(r"libclang-(\d+)\.so")
 # what the walk needs of a library beyond the bindings' own table (which cindex checks when it loads one)
-_EXTRA_CALLS = ("clang_getCursorBinaryOperatorKind", "clang_getCursorUnaryOperatorKind", "clang_Cursor_Evaluate",
-                "clang_EvalResult_getKind", "clang_EvalResult_getAsLongLong", "clang_EvalResult_dispose")
+# calls the walk makes beyond the bindings' own table: name, argument types, result type ("cursor" stands for
+# the bindings' Cursor, known once they are loaded)
+_EXTRA_CALLS = (
+    ("clang_getCursorBinaryOperatorKind", ("cursor",), ctypes.c_int),
+    ("clang_getCursorUnaryOperatorKind", ("cursor",), ctypes.c_int),
+    ("clang_Cursor_Evaluate", ("cursor",), ctypes.c_void_p),
+    ("clang_EvalResult_getKind", (ctypes.c_void_p,), ctypes.c_int),
+    ("clang_EvalResult_getAsLongLong", (ctypes.c_void_p,), ctypes.c_longlong),
+    ("clang_EvalResult_dispose", (ctypes.c_void_p,), None),
+)
 
 
 @dataclass(frozen=True)
@@ -178,19 +186,12 @@ def cindex():
         lib = ci.conf.lib  # (the bindings declare their whole function table here: a call missing raises)
     except ci.LibclangError as exc:
         raise FrontEndError(f"{chosen.label} cannot serve the bindings: {str(exc).split('. ')[0]}") from None
-    missing = [name for name in _EXTRA_CALLS if not hasattr(lib, name)]
+    missing = [name for name, _, _ in _EXTRA_CALLS if not hasattr(lib, name)]
     if missing:
         raise FrontEndError(f"{chosen.label} lacks {', '.join(missing)} (libclang 17 or newer is needed)")
-    for name, argtypes, restype in (
-        ("clang_getCursorBinaryOperatorKind", [ci.Cursor], ctypes.c_int),
-        ("clang_getCursorUnaryOperatorKind", [ci.Cursor], ctypes.c_int),
-        ("clang_Cursor_Evaluate", [ci.Cursor], ctypes.c_void_p),
-        ("clang_EvalResult_getKind", [ctypes.c_void_p], ctypes.c_int),
-        ("clang_EvalResult_getAsLongLong", [ctypes.c_void_p], ctypes.c_longlong),
-        ("clang_EvalResult_dispose", [ctypes.c_void_p], None),
-    ):
+    for name, argtypes, restype in _EXTRA_CALLS:
         fn = getattr(lib, name)
-        fn.argtypes = argtypes
+        fn.argtypes = [ci.Cursor if t == "cursor" else t for t in argtypes]
         fn.restype = restype
     _speed_up_cursors(ci)
     _ci, _loaded = ci, (os.environ.get(LIBCLANG_ENV, ""), chosen)

@@ -522,8 +522,6 @@ class Walk(UnitContext):
         if ref is None:
             # an untyped (recovery) call: name it if it is one of ours
             name = c.spelling or (self.text(ch[0]).split("(")[0].split("::")[-1].strip() if ch else "")
-            if self.missing_from_shim(name, loc.line, loc.path):
-                return True  # a name of the ROCm fork the shim cannot declare, not a target construct: in the notes
             kind = self.conv.target_kind_by_name(name)
             later = dependent_call(self, c, ch, ctx, parents) if kind is None else None
             if later == "launch":
