@@ -1,6 +1,7 @@
-"""The functions a unit reads from project headers are cached once per header and content, not once per unit:
-a warm index put together from those shared entries equals the cold one, and a shared entry that is missing or
-damaged makes exactly the units that name it parse again."""
+"""The functions a unit reads from project headers are cached once per header and content, not once per unit, and
+a unit's own functions in runs that every configuration records alike are cached once for all of them: a warm
+index put together from those shared entries equals the cold one, and a shared entry that is missing or damaged
+makes exactly the units that name it parse again."""
 
 from __future__ import annotations
 
@@ -57,6 +58,35 @@ def test_header_functions_are_stored_once_and_put_back_in_place(engine_registry,
     warm = build_index(engine_registry, files, jobs=2, cache_dir=cache)
     assert warm.parse_quality and all(q.cached for q in warm.parse_quality)
     assert _everything(warm) == _everything(cold)
+
+
+def _unit_groups(cache, path: str) -> dict:
+    """configuration -> {group key: the usrs of its records} of the unit entry of ``path``."""
+    groups = _shared_groups(cache)
+    return {v[1].configuration: {k: {f.usr for f in groups[k][1]} for k in v[3]}
+            for _, _, v in _entries(cache)
+            if type(v) is tuple and len(v) == 4 and isinstance(v[1], TUResult) and v[1].path == path}
+
+
+def test_a_units_own_functions_recorded_alike_in_both_configurations_are_stored_once(engine_registry, tmp_path):
+    cache = tmp_path / "cache"
+    files = files_under(engine_registry.root)
+    cold = build_index(engine_registry, files, jobs=2, cache_dir=cache)
+    rope = "src/lib/mlx-cpp/turbo/rope.cpp"
+    by_config = _unit_groups(cache, rope)
+    assert set(by_config) == {"default", "rocm"}
+    hip_only = {usr for usr, f in cold.functions.items() if f.name == "get_rope_kernel_hip"}
+    assert hip_only, "the control: rope.cpp declares a function under its ROCm switch"
+    own = {k: usrs for groups in by_config.values() for k, usrs in groups.items()
+           if any(cold.functions[u].loc.path == rope for u in usrs)}
+    both = set(by_config["default"]) & set(by_config["rocm"])
+    # quiet: the records both configurations make alike are one entry, named by both unit entries
+    assert any(k in both for k in own)
+    # negative: the function only the ROCm configuration declares sits in a group the default one does not name
+    rocm_only = [k for k in by_config["rocm"] if hip_only & by_config["rocm"][k]]
+    assert rocm_only and not set(rocm_only) & set(by_config["default"])
+    warm = build_index(engine_registry, files, jobs=2, cache_dir=cache)
+    assert all(q.cached for q in warm.parse_quality) and _everything(warm) == _everything(cold)
 
 
 def test_a_damaged_or_missing_header_group_reparses_the_units_that_name_it(engine_registry, tmp_path):
