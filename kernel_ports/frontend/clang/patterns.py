@@ -117,6 +117,21 @@ def is_kernel_variable(w, ref, ctx) -> bool:
     return _kernel_typed(w, ref.type) or kernel_typed_local(w, ref, ctx)
 
 
+# a kernel's call: inputs, output shapes, output dtypes, grid and threadgroup, then template args, init value,
+# verbose and stream, which have defaults
+_KERNEL_CALL_ARITY = range(5, 10)
+
+
+def generic_kernel_object(w, ref, arity: int) -> bool:
+    """A variable or parameter whose type is a template parameter (`K& kernel`, `auto& kernel` of a generic lambda)
+    called with as many arguments as a kernel takes. Instantiated with the kernel type that is a launch, and only
+    the instantiation (which the walk does not read) knows the type: it is judged as a launch, so a helper generic
+    over its kernel's type does not take the launches it makes out of the dtype-key rules."""
+    if ref.kind not in (w.K.VAR_DECL, w.K.PARM_DECL) or arity not in _KERNEL_CALL_ARITY or not w.kernel_type:
+        return False
+    return _TEMPLATE_PARAMETER_TYPE in (w.ref_target(ref.type) or w.canonical(ref.type))
+
+
 def kernel_typed_local(w, ref, ctx) -> bool:
     """A local of a template-dependent type (`auto& kernel = kernel_for<T>();`) initialised by a call whose callee
     (the first of an overload set, as :meth:`.context.UnitContext.callee` takes it) returns the kernel type, by

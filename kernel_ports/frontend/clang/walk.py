@@ -63,7 +63,8 @@ from kernel_ports.frontend.clang.factories import FactoryCalls
 from kernel_ports.frontend.clang.guards import case_labels, guard_subject, if_guards
 from kernel_ports.frontend.clang.launches import Launches
 from kernel_ports.frontend.clang.model import CallEdge, FunctionInfo, Guard, ParseJob, TUResult
-from kernel_ports.frontend.clang.patterns import dependent_call, is_kernel_variable, resolved_at_instantiation
+from kernel_ports.frontend.clang.patterns import (dependent_call, generic_kernel_object, is_kernel_variable,
+                                                  resolved_at_instantiation)
 from kernel_ports.frontend.clang.predicates import Predicates
 from kernel_ports.frontend.clang.refusals import Refusals
 from kernel_ports.frontend.clang.seams import SeamCalls
@@ -509,7 +510,7 @@ class Walk(UnitContext):
                 for visit in self.on["visit_kernel_launch"]:
                     visit(c, obj, args, ctx, parents)
                 return True
-        if ref is not None and is_kernel_variable(self, ref, ctx):
+        if ref is not None and (is_kernel_variable(self, ref, ctx) or generic_kernel_object(self, ref, len(ch) - 1)):
             if resolved_at_instantiation(self, c, ctx, parents):
                 return self._dependent_launch(c, ch, ctx, parents)
             # a kernel object called without a typed operator(): Clang could not
