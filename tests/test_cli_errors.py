@@ -86,3 +86,31 @@ def test_every_rule_has_an_explain_doc():
 def test_module_entry_point():
     proc = subprocess.run([sys.executable, "-m", "kernel_ports", "--version"], capture_output=True, text=True, cwd=REPO)
     assert proc.returncode == 0 and proc.stdout.startswith("kernel-ports ")
+
+
+def test_a_report_that_cannot_be_written_leaves_nothing_behind(tmp_path, capsys):
+    """`--output` naming a folder: one line, exit 2, and no temporary file next to it."""
+    target = tmp_path / "reports"
+    target.mkdir()
+    code = main(["check", "--registry", str(REPO / "registry.yaml"), "--output", str(target), "--select", "KP104"])
+    err = capsys.readouterr().err
+    assert code == 2 and "cannot write" in err and len(err.strip().splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["reports"] and not list(target.iterdir())
+
+
+def test_a_new_report_gets_the_mode_a_plain_open_gives(tmp_path):
+    import os
+
+    from kernel_ports.commands.common import write_output
+
+    old = os.umask(0o027)
+    try:
+        write_output("{}\n", str(tmp_path / "new.json"))
+    finally:
+        os.umask(old)
+    assert (tmp_path / "new.json").stat().st_mode & 0o777 == 0o640
+    existing = tmp_path / "kept.json"
+    existing.write_text("old\n")
+    existing.chmod(0o600)
+    write_output("new\n", str(existing))
+    assert existing.read_text() == "new\n" and existing.stat().st_mode & 0o777 == 0o600

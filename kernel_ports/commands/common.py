@@ -84,13 +84,37 @@ def write_output(text: str, output: str | None) -> None:
     if output is None:
         sys.stdout.write(text)
         return
-    import tempfile
-
-    target = Path(output)
     try:
-        fd, tmp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".", prefix=f".{target.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, target)
+        write_atomically(Path(output), text)
     except OSError as exc:
         raise UsageError(f"kernel-ports: --output: cannot write {output}: {exc.strerror}") from None
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text``: a reader sees the old file or the new one, never half of it, and a write that
+    fails leaves no temporary file behind. The file keeps its mode; a new one gets the mode a plain open gives."""
+    import tempfile
+
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        try:
+            mode = path.stat().st_mode & 0o7777
+        except OSError:
+            mode = 0o666 & ~_umask()
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0o22)  # read by setting: there is no other way; put back at once
+    os.umask(mask)
+    return mask

@@ -8,7 +8,7 @@ pin, predicates; kernels gone from or new in the code; launcher files. The
 rewrite is a ruamel.yaml round trip (`kernel_ports.registry.roundtrip`), so
 comments, key order, exemptions, severities and the compile/conventions
 sections stay as people wrote them. `validate_text` loads the result before
-`write_atomically` replaces the file; `init` and `port` write with it too.
+`commands.common.write_atomically` replaces the file, as for `init` and `port`.
 """
 
 from __future__ import annotations
@@ -276,25 +276,6 @@ def _refresh_launchers(doc, registry, surface, result) -> None:
 def _dispatch_strings(seq) -> list:
     """The strings of existing dispatch entries, so a new one takes their quoting."""
     return [v for item in seq if hasattr(item, "values") for v in item.values()] or [double_quoted("")]
-
-
-def write_atomically(path: Path, text: str) -> None:
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        try:
-            os.chmod(tmp, path.stat().st_mode & 0o7777)
-        except OSError:
-            pass
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def validate_text(text: str, registry) -> None:

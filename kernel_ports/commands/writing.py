@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from kernel_ports.commands.common import (EXIT_CLEAN, EXIT_FINDINGS, UsageError, check_run_args, registry_of,
-                                          run_options)
+                                          run_options, write_atomically)
 
 
 def cmd_port(args) -> int:
@@ -40,7 +40,7 @@ def _check_baseline_args(args) -> None:
 
 def cmd_init(args) -> int:
     from kernel_ports.commands.init import InitOptions, build_init
-    from kernel_ports.commands.sync import SyncError, write_atomically
+    from kernel_ports.commands.sync import SyncError
 
     check_run_args(args)
     _check_baseline_args(args)
@@ -91,7 +91,7 @@ def cmd_init(args) -> int:
 def cmd_sync(args) -> int:
     from kernel_ports.project import build_project_index
     from kernel_ports.scope import resolve_scope
-    from kernel_ports.commands.sync import SyncError, compute_sync, validate_text, write_atomically
+    from kernel_ports.commands.sync import SyncError, compute_sync, validate_text
 
     check_run_args(args)
     _check_baseline_args(args)
@@ -131,7 +131,7 @@ def cmd_sync(args) -> int:
 def _sync_baseline(args, registry) -> int:
     from kernel_ports.commands.adopt import default_tracking, sync_baseline
     from kernel_ports.findings import Policy
-    from kernel_ports.commands.sync import SyncError, validate_text, write_atomically
+    from kernel_ports.commands.sync import SyncError, validate_text
 
     old, new, added, unjudged = sync_baseline(registry, run_options(args, Policy(severity=registry.severity)),
                                     args.tracking or default_tracking())

@@ -146,7 +146,7 @@ def run_port(registry, kernel: str, target: str, options) -> Outcome:
 
 def write_port(outcome: Outcome, registry) -> list:
     """Write the plan into the tree; returns what was written, one line each."""
-    from kernel_ports.commands.sync import write_atomically
+    from kernel_ports.commands.common import write_atomically
 
     root = Path(registry.root)
     done = []
