@@ -3,9 +3,10 @@
 Each scenario runs the real command line in a fresh process, REPEAT times. A
 repeat is: cold (an empty cache directory), warm (nothing changed) with the
 regex gates (benchmarks/regex_baseline.py over the same root, or the tree's own
-gate scripts: ``--gate``) run right before and after it, then each edit (a
-comment appended to one launcher, to a header every launcher includes, to the
-bridge unit; taken back after its run), then with ``--floor`` `g++
+gate scripts: ``--gate``) run right before and after it, then each edit (a new
+inline function appended to one launcher, to a header every launcher includes,
+to the bridge unit, or with ``--edit comment`` a comment; taken back after its
+run), then with ``--floor`` `g++
 -fsyntax-only` over the units the check parsed (compiler_floor.py), ``--jobs``
 at a time. Reported: median wall times, median CPU times (user + system of the
 check and its parser workers), each scenario's ratio to the gates (warm also per
@@ -132,11 +133,18 @@ EDITS = ("one launcher edited", "header edited", "bridge edited")
 FLOOR = "g++ -fsyntax-only"
 
 
-def _edited(path: Path, note: str) -> bytes:
-    """Append a comment to ``path`` (an edit that changes its content and no fact); returns the original bytes."""
-    original = path.read_bytes()
-    path.write_bytes(original + f"\n// {note}\n".encode())
-    return original
+EDIT_KINDS = ("code", "comment")
+
+
+def _edited(path: Path, n: int, kind: str) -> None:
+    """Edit ``path`` as a developer would, changing no fact: ``code`` appends a new inline function (what the file
+    declares changes, so every stage that reads declarations redoes its part), ``comment`` a comment (only the
+    bytes change). The caller puts the original back."""
+    if kind == "code":
+        addition = f"\ninline int kernel_ports_benchmark_edit_{n}() {{ return {n}; }}\n"
+    else:
+        addition = f"\n// kernel-ports benchmark edit {n}\n"
+    path.write_bytes(path.read_bytes() + addition.encode())
 
 
 def _gates(gates: list, env: dict) -> tuple[float, float]:
@@ -170,7 +178,7 @@ def _floor(commands: list, jobs: int) -> tuple[float, float, int]:
 
 
 def run(registry: Path, root: Path, edits: dict, gates: list, repeat: int, jobs: int, work: Path,
-        code: Path | None, floor: bool = False) -> dict:
+        code: Path | None, floor: bool = False, edit_kind: str = "code") -> dict:
     """Each scenario ``repeat`` times; ``edits``: {scenario: the file it edits}; ``gates``: the regex gates'
     command lines; ``code``: the folder put first on PYTHONPATH for the checks (None: as is)."""
     base = dict(os.environ, PYTHONPATH=str(code)) if code is not None else dict(os.environ)
@@ -193,7 +201,7 @@ def run(registry: Path, root: Path, edits: dict, gates: list, repeat: int, jobs:
                 pair.append(t)
             ratios.append((pair[1] + pair[3]) / (pair[0] + pair[2]))
             for name, path in edits.items():
-                _edited(path, f"edit {r}")
+                _edited(path, r, edit_kind)
                 t, c, _, _, _ = _timed(check, env)
                 times[name].append(t), cpu[name].append(c)
                 path.write_bytes(originals[name])
@@ -207,7 +215,7 @@ def run(registry: Path, root: Path, edits: dict, gates: list, repeat: int, jobs:
         env = dict(base, KERNEL_PORTS_CACHE_DIR=str(work / "cache-memory"))
         rss_tree = _timed(check, env, sample=True)[2]
         for name, path in edits.items():
-            _edited(path, "edit for memory")
+            _edited(path, repeat, edit_kind)
             rss_tree = max(rss_tree, _timed(check, env, sample=True)[2])
             path.write_bytes(originals[name])
     finally:
@@ -216,7 +224,7 @@ def run(registry: Path, root: Path, edits: dict, gates: list, repeat: int, jobs:
     loads.append(_load())
     return {"times": times, "cpu": cpu, "ratios": ratios, "cold_ratios": cold_ratios, "rss_tree": rss_tree,
             "doc": doc, "loads": loads, "rss_max": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024,
-            "code": code, "edits": {n: str(p.relative_to(root)) for n, p in edits.items()},
+            "code": code, "edits": {n: str(p.relative_to(root)) for n, p in edits.items()}, "edit_kind": edit_kind,
             "floor_units": len(floor_cmds or ()), "floor_rejected": rejected}
 
 
@@ -229,7 +237,8 @@ def report(res: dict, label: str, gates_label: str = "regex_baseline.py") -> Non
     print(f"tree: {label}; checked: {summary.get('checked')}; findings: {len(res['doc'].get('findings', []))}")
     headers = summary.get("headers", {})
     print(f"headers: {headers.get('description', 'stubs (before header resolution)')}; {headers.get('libclang', '')}")
-    print(f"regex gates: {gates_label}; edits: " + ", ".join(f"{n}: {p}" for n, p in res["edits"].items()))
+    print(f"regex gates: {gates_label}; edits ({res['edit_kind']}): "
+          + ", ".join(f"{n}: {p}" for n, p in res["edits"].items()))
     print(f"load average: before {res['loads'][0]}, after {res['loads'][1]}")
     med = {name: _median(ts) for name, ts in res["times"].items()}
     for name, ts in res["times"].items():
@@ -280,6 +289,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--gate", action="append", default=[],
                         help="a regex gate script of the tree (relative to the root, repeatable), timed one after "
                              "another instead of benchmarks/regex_baseline.py")
+    parser.add_argument("--edit", choices=EDIT_KINDS, default="code",
+                        help="what each edit appends: a new inline function (code: what the file declares changes) "
+                             "or a comment (only its bytes change)")
     parser.add_argument("--floor", action="store_true",
                         help="time `g++ -fsyntax-only` over the units the check parses (--jobs at a time) each repeat")
     parser.add_argument("--headers", choices=("auto", "stubs"), default="auto",
@@ -320,7 +332,7 @@ def main(argv=None) -> int:
         gates = [[sys.executable, str(root / g)] for g in args.gate] or \
             [[sys.executable, str(HERE / "regex_baseline.py"), str(root)]]
         code = None if args.source else installed_copy(package_dir(), work / "code")
-        res = run(registry, root, edits, gates, args.repeat, args.jobs, work, code, args.floor)
+        res = run(registry, root, edits, gates, args.repeat, args.jobs, work, code, args.floor, args.edit)
         report(res, label, " + ".join(args.gate) or "benchmarks/regex_baseline.py over the root")
     finally:
         shutil.rmtree(work, ignore_errors=True)
