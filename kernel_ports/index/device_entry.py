@@ -20,41 +20,12 @@ The entry holds data only (:mod:`kernel_ports.cache.format`): the DeviceBuild fa
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
+from kernel_ports.cache.canonical import NotCanonical, digest
 
 ENTRY_KIND = "device-stage"
 # HipSource fields the plan never reads, each made from the body's text and place, which the key holds: the
 # largest part of the facts, left out of the key's text
 _DERIVED = {"HipSource": frozenset({"identifiers", "tokens", "token_lines", "includes"})}
-
-
-class _NotCanonical(Exception):
-    """A value with no canonical text (not plain data): no entry is used or kept."""
-
-
-def _canon(o):
-    """A value with a text that is the same for equal values in every run (sets and dicts sorted)."""
-    t = type(o)
-    if o is None or t is str or t is int or t is bool or t is float:
-        return o
-    if t is tuple or t is list:
-        return (t.__name__,) + tuple(map(_canon, o))
-    if t is frozenset or t is set:
-        return ("set",) + tuple(sorted(map(repr, map(_canon, o))))
-    if t is dict:
-        return ("dict",) + tuple(sorted((repr(_canon(k)), _canon(v)) for k, v in o.items()))
-    if dataclasses.is_dataclass(o) and not isinstance(o, type):
-        skip = _DERIVED.get(t.__name__, ())
-        return (t.__qualname__,) + tuple((f.name, _canon(getattr(o, f.name))) for f in dataclasses.fields(o)
-                                         if f.name not in skip)
-    raise _NotCanonical(t.__name__)
-
-
-def digest(value) -> str:
-    return hashlib.sha256(repr(_canon(value)).encode("utf-8", "surrogatepass")).hexdigest()
-
-
 def plan_key(index, registry, known, compiler, targets: tuple):
     """The entry's key: what the plan and the builds read besides the tree's files; None when it cannot be made."""
     from kernel_ports.cache.check_entry import tool_digest
@@ -68,8 +39,8 @@ def plan_key(index, registry, known, compiler, targets: tuple):
         [(t.name, t.slots.get("rocm")) for t in index.port_tables], list(index.invocations),
     )
     try:
-        return digest(parts)
-    except _NotCanonical:
+        return digest(parts, skip=_DERIVED)
+    except NotCanonical:
         return None
 
 
@@ -92,7 +63,7 @@ def lookup(cache, key, by_path: dict):
             if path in changed and digest(reads.ask_again(path, question)) != answer:
                 return None
         builds, counts = entry["builds"], entry["counts"]
-    except (KeyError, TypeError, ValueError, _NotCanonical):
+    except (KeyError, TypeError, ValueError, NotCanonical):
         return None
     from kernel_ports.facts import DeviceBuild
 
@@ -107,7 +78,7 @@ def store(cache, key, reads, builds: list, counts: dict) -> None:
         return
     try:
         asked = [(path, question, digest(answer)) for (path, question), answer in sorted(reads.asked.items(), key=repr)]
-    except _NotCanonical:
+    except NotCanonical:
         return
     cache.put(key, {"kind": ENTRY_KIND, "hashes": sorted(reads.hashes.items(), key=repr), "direct": sorted(reads.direct),
                     "asked": asked, "builds": list(builds), "counts": dict(counts)})
