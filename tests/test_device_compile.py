@@ -284,3 +284,33 @@ def test_dashboard_has_a_build_column_per_target(clean):
     assert "<th>ROCm build (per target)</th>" in page and "HIP bodies built for gfx1030, gfx90a" in page
     assert page.count('data-col="rocm-build"') == len(matrix_rows(registry, result.index))
     assert 'data-col="rocm-build" class="cell state-port"' in page
+
+
+# -- the device stage's entry (index/device_entry.py) on a whole check --------------------------------------------
+
+@needs_hipcc
+def test_launcher_edited_by_a_comment_takes_the_builds_from_the_device_entry(tmp_path_factory, kp_cache, monkeypatch):
+    from kernel_ports.index import device_plan
+
+    copy, first = device_check(tmp_path_factory, kp_cache, "device-entry", ())
+    launcher = copy.root / TURBO / "activations.cpp"
+    launcher.write_text(launcher.read_text() + "\n// an edit that changes no fact\n")
+
+    def no_plan(*args, **kwargs):
+        raise AssertionError("the device plan ran: the entry was not used")
+
+    with monkeypatch.context() as m:
+        m.setattr(device_plan, "plan_bodies", no_plan)  # quiet control: nothing the plan reads changed
+        registry = load_registry(copy.registry_path, root_override=str(copy.root))
+        again = analyze(registry, Options(jobs=2, use_cache=True, cache_dir=str(kp_cache), device_compile="rocm"))
+    assert again.index.device_builds == first.index.device_builds
+    assert again.summary["device"]["compiles"] == 0
+    assert again.summary["device"]["cached"] == first.summary["device"]["compiles"] + first.summary["device"]["cached"]
+    assert [n for n in again.summary["notes"] if not n.startswith("device builds:")] == \
+        [n for n in first.summary["notes"] if not n.startswith("device builds:")]
+    # negative control: a launch stops passing a constant the body reads; the plan runs and the builds follow it
+    copy.apply(LAUNCHES[0])
+    registry = load_registry(copy.registry_path, root_override=str(copy.root))
+    changed = analyze(registry, Options(jobs=2, use_cache=True, cache_dir=str(kp_cache), device_compile="rocm"))
+    assert changed.index.device_builds != first.index.device_builds
+    caught(copy, changed, "KP501", SWIGLU_HIP, "if (i >= SIZE)", "SIZE")

@@ -1,6 +1,7 @@
 """What is imported when: the early prelude build needs no walk (a cold run waits for that build before any
-parse), and the parse pool imports the walk before it forks its workers (each would otherwise import it on its
-first job). Each case runs in a fresh interpreter, since this one has imported everything already."""
+parse), and the parse pool's workers import the walk as each starts, not the parent before it forks them (the
+parent decodes the cached units meanwhile and never walks one). Each case runs in a fresh interpreter, since this
+one has imported everything already."""
 
 from __future__ import annotations
 
@@ -29,7 +30,26 @@ def test_the_early_prelude_start_imports_no_walk():
                 "kernel_ports.frontend.witness", "tree_sitter"} & mods
 
 
-def test_workers_are_forked_with_the_walk_imported():
-    mods = _modules_after("from kernel_ports.index.pool import ParsePool\n"
-                          "pool = ParsePool(1)\npool.spawn(1)\npool.close()")
-    assert "kernel_ports.frontend.clang.walk" in mods
+def test_workers_import_the_walk_themselves():
+    # a worker tells the modules it holds when it first waits for a job (its connection wrapped), before any job
+    mods = _modules_after("import sys\n"
+                          "from kernel_ports.index import pool as pool_mod\n"
+                          "class Told:\n"
+                          "    def __init__(self, conn):\n"
+                          "        self.conn, self.first = conn, True\n"
+                          "    def recv(self):\n"
+                          "        if self.first:\n"
+                          "            self.first = False\n"
+                          "            self.conn.send(sorted(m for m in sys.modules if m.startswith('kernel_ports.frontend.clang')))\n"
+                          "        return self.conn.recv()\n"
+                          "    def send(self, x):\n"
+                          "        self.conn.send(x)\n"
+                          "real = pool_mod._worker_main\n"
+                          "pool_mod._worker_main = lambda conn, *args: real(Told(conn), *args)\n"
+                          "pool = pool_mod.ParsePool(1)\npool.spawn(1)\n"
+                          "parent_has_walk = 'kernel_ports.frontend.clang.walk' in sys.modules\n"
+                          "in_worker = pool.workers[0][1].recv()\npool.close()\n"
+                          "print('parent:walk' if parent_has_walk else 'parent:no-walk')\n"
+                          "print('\\n'.join('worker:' + m for m in in_worker))")
+    assert "parent:no-walk" in mods
+    assert {"worker:kernel_ports.frontend.clang.walk", "worker:kernel_ports.frontend.clang.session"} <= mods

@@ -71,3 +71,34 @@ def test_no_process_the_check_started_outlives_it(tmp_path):
     assert proc.returncode == 0, err
     assert "files scanned" in out
     assert _session_members(proc.pid) == []  # the command led a session of its own: nothing of it is left
+
+
+def test_the_command_runs_without_the_cyclic_collector_and_its_workers_with_it(tmp_path):
+    # the index is never freed (the exit skips teardown), so collecting after it walks every record for nothing;
+    # a parser worker frees each unit's walk and must collect
+    copy = engine_copy(tmp_path)
+    probe = ("import gc, sys\n"
+             "from kernel_ports import cli\n"
+             "from kernel_ports.index import pool\n"
+             "real = pool.clang.parse_translation_unit\n"
+             "def parse(job):\n"
+             f"    open({str(tmp_path / 'worker.txt')!r}, 'a').write(f'worker collector on: {{gc.isenabled()}}\\n')\n"
+             "    return real(job)\n"
+             "pool.clang.parse_translation_unit = parse\n"
+             "seen = []\n"
+             "gc.callbacks.append(lambda phase, info: seen.append(info['generation']))\n"
+             "real_main = cli.main\n"
+             "def main():\n"
+             "    seen.clear()\n"
+             "    code = real_main()\n"
+             "    print('collections in main:', len(seen), gc.isenabled(), file=sys.stderr)\n"
+             "    return code\n"
+             "cli.main = main\n"
+             f"sys.argv = ['kernel-ports', 'check', '--registry', {str(copy.registry_path)!r}, '--root', {str(copy.root)!r}]\n"
+             "cli.entry()\n")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, env=_env(tmp_path),
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "collections in main: 0 False" in proc.stderr, proc.stderr
+    worker = (tmp_path / "worker.txt").read_text()  # (a worker's standard error goes to its log)
+    assert "worker collector on: True" in worker and "worker collector on: False" not in worker, worker

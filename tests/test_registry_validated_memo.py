@@ -56,3 +56,73 @@ def test_cli_no_cache_validates(tmp_path, monkeypatch):
     registry_of(args)
     assert len(calls) == 3
     assert list((tmp_path / "cache" / "kernel-ports" / "data-v2" / "registry").iterdir())
+
+
+# -- PyYAML's reading of a text is kept beside the marker ---------------------------------------------------------
+
+def _count_reads(monkeypatch):
+    calls = []
+    real = load_mod._read_yaml
+
+    def spy(path, raw=None):
+        calls.append(path)
+        return real(path, raw)
+
+    monkeypatch.setattr(load_mod, "_read_yaml", spy)
+    return calls
+
+
+def test_a_text_read_before_is_not_parsed_again(write_registry, tmp_path, monkeypatch):
+    reads = _count_reads(monkeypatch)
+    memo = tmp_path / "memo"
+    path = write_registry(MINIMAL)
+    first = load_registry(path, validated_dir=memo)
+    again = load_registry(path, validated_dir=memo)
+    assert first == again and first.where == again.where and len(reads) == 1
+    # negative controls: an edited text is parsed again, and its errors still name the file and line
+    path.write_text(MINIMAL.replace("    table: norm_ports\n", "    table: norm_ports\n    table: twice\n"))
+    with pytest.raises(RegistryError, match=r"registry.yaml:6: kernels\[0\].table: duplicate key"):
+        load_registry(path, validated_dir=memo)
+    assert len(reads) == 2
+    path.write_text(MINIMAL.replace("lib/norm.cpp", "../outside.cpp"))
+    for _ in range(2):  # read from the kept reading the second time: the same error at the same line
+        with pytest.raises(RegistryError, match=r"registry.yaml:6: kernels\[0\].file: "):
+            load_registry(path, validated_dir=memo)
+    assert len(reads) == 3
+
+
+def test_a_damaged_kept_reading_is_read_again(write_registry, tmp_path, monkeypatch):
+    reads = _count_reads(monkeypatch)
+    memo = tmp_path / "memo"
+    path = write_registry(MINIMAL)
+    first = load_registry(path, validated_dir=memo)
+    (kept,) = memo.glob("registry-read-*.json")
+    kept.write_bytes(kept.read_bytes().replace(b"norm_ports", b"evil_ports"))  # its hash no longer matches
+    assert load_registry(path, validated_dir=memo) == first and len(reads) == 2
+
+
+def test_a_value_the_cache_cannot_hold_is_read_every_time(write_registry, tmp_path, monkeypatch):
+    reads = _count_reads(monkeypatch)
+    memo = tmp_path / "memo"
+    path = write_registry(MINIMAL + "exemptions:\n  - {rule: KP101, path: lib/norm.cpp, reason: 2026-01-01}\n")
+    for _ in range(2):  # a YAML date: no kept reading, the schema's error each time
+        with pytest.raises(RegistryError, match=r"registry.yaml:12: exemptions\[0\].reason"):
+            load_registry(path, validated_dir=memo)
+    assert len(reads) == 2 and not list(memo.glob("registry-read-*.json"))
+
+
+def test_a_kept_reading_imports_no_yaml(write_registry, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    path = write_registry(MINIMAL)
+    code = (f"from kernel_ports.registry.load import load_registry\n"
+            f"load_registry({str(path)!r}, validated_dir={str(tmp_path / 'memo')!r})\n"
+            "import sys; print('yaml' in sys.modules)")
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    seen = [subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
+                           cwd=REPO).stdout.strip() for _ in range(2)]
+    assert seen == ["True", "False"]

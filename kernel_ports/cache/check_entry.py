@@ -20,6 +20,7 @@ registry loader, no front end, no graphs).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import sys
@@ -39,8 +40,11 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+@functools.lru_cache(maxsize=1)
 def tool_digest() -> str:
-    """The package's own files (code, schema, stub headers, rule texts): another build of the tool is another key."""
+    """The package's own files (code, schema, stub headers, rule texts): another build of the tool is another key.
+    Taken once a process (the check entry's lookup and store and the device entry all key by it): the code that
+    runs is the code imported when the run began."""
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the package, not this folder of it
     h = hashlib.sha256(sys.version.encode())
     for d, dirs, files in sorted(os.walk(here)):

@@ -300,6 +300,16 @@ def _pinned_cxx_versions(root: Path) -> set:
 @lru_cache(maxsize=32)
 def _dir_digest(d: str, top: str) -> str:
     """Content hash of the headers under ``d/top`` (names and bytes): a reinstall with the same files keeps it."""
+    if not top:
+        # a folder holding one folder and nothing else (an include folder holding mlx/) hashes as that folder does,
+        # names taken from ``d`` either way: the header set's digest has read it already
+        try:
+            entries = os.listdir(d)
+        except OSError:
+            entries = []
+        only = os.path.join(d, entries[0]) if len(entries) == 1 else None
+        if only is not None and os.path.isdir(only) and not os.path.islink(only):
+            return _dir_digest(d, entries[0])
     h = hashlib.sha256()
     base = os.path.join(d, top) if top else d
     for dirpath, dirnames, filenames in os.walk(base):

@@ -5,6 +5,8 @@ One compile per body per target holds every variant; when some variants fail, th
 without them, for their resource usage and IR. Compiles run concurrently (``jobs``), each a bounded subprocess
 (:mod:`kernel_ports.frontend.device.compiler`). A result is keyed by the generated unit's text, the compiler's
 path and version, the target, the flags and this front end's code, so it is read again only for the same build.
+A check whose plan would read what the last one read takes every build from one entry instead
+(:mod:`.device_entry`), importing neither the plan nor the compiler's reports.
 """
 
 from __future__ import annotations
@@ -12,17 +14,21 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from kernel_ports.scope import limits as limits_mod
 from kernel_ports.facts import DeviceBuild, Location
-from kernel_ports.index.device_plan import code_digest
-from kernel_ports.infer.device_targets import wavefront_width
-from kernel_ports.frontend.device import compiler as driver, reports, source
-from kernel_ports.frontend.device.build_model import CompileOutcome, VariantOutcome
+from kernel_ports.frontend.device import compiler as driver
+from kernel_ports.index import device_entry
+
+# The plan, the unit's text, hipcc's reports and the targets' wave sizes are imported by the builds only: a check
+# answered by the device entry does without them.
+CACHEABLE = ("built", "failed", "refused")  # outcomes a later run would read again (a refusal: from the plan)
+
 
 def cache_key(compiler, target: str, unit: str, include_dirs: tuple) -> str:
+    from kernel_ports.index.device_reads import code_digest
+
     parts = ["device-build", code_digest(), compiler.path, compiler.version, target,
              " ".join(driver.JIT_FLAGS + driver.DEVICE_FLAGS), "\0".join(include_dirs), unit]
     return hashlib.sha256("\n".join(parts).encode("utf-8", "replace")).hexdigest()
@@ -30,6 +36,9 @@ def cache_key(compiler, target: str, unit: str, include_dirs: tuple) -> str:
 
 def _outcomes(build, raw, root_files) -> tuple:
     """(per-variant outcomes, indices that failed) of one compile."""
+    from kernel_ports.frontend.device import reports
+    from kernel_ports.frontend.device.build_model import VariantOutcome
+
     if raw.status == "ok":
         usage = reports.resource_usage(raw.stderr)
         lanes = reports.lane_intrinsics(raw.ir)
@@ -51,6 +60,9 @@ def _outcomes(build, raw, root_files) -> tuple:
 
 def compile_body(compiler, planned, target: str, budget) -> CompileOutcome:
     """One body for one target: all variants in one unit; the passing ones again when some fail."""
+    from kernel_ports.frontend.device import source
+    from kernel_ports.frontend.device.build_model import CompileOutcome, VariantOutcome
+
     build = planned.build
     if planned.refusal is not None:
         return CompileOutcome(status="refused", detail=planned.refusal[1])
@@ -82,7 +94,9 @@ def _why(raw, budget) -> str:
     return limits_mod.crash_detail(raw.stderr, "the HIP compiler")
 
 
-def _facts(planned, target: str, outcome: CompileOutcome, compiler) -> list:
+def _facts(planned, target: str, outcome, compiler) -> list:
+    from kernel_ports.infer.device_targets import wavefront_width
+
     build = planned.build
     out = []
     for i, variant in enumerate(build.variants):
@@ -103,13 +117,21 @@ def _facts(planned, target: str, outcome: CompileOutcome, compiler) -> list:
     return out
 
 
-def build_device(index, registry, by_path: dict, resolve, compiler, targets: tuple, cache, jobs: int = 2) -> None:
-    """Compile every planned body for every target (cached), and store the DeviceBuild facts on the index."""
-    from kernel_ports.index.device_plan import plan_bodies
+def build_device(index, registry, by_path: dict, resolve, compiler, targets: tuple, cache, jobs: int = 2,
+                 entry_key=None) -> None:
+    """Compile every planned body for every target (cached), and store the DeviceBuild facts on the index; with
+    ``entry_key`` (:func:`.device_entry.plan_key`), keep them as the device stage's entry when every outcome may be
+    read again."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kernel_ports.frontend.device import source
+    from kernel_ports.frontend.device.build_model import CompileOutcome
+    from kernel_ports.index.device_plan import TreeReads, plan_bodies
 
     start = time.monotonic()
     budget = limits_mod.Limits.of(registry)
-    planned = plan_bodies(index, registry, by_path, resolve, cache)
+    reads = TreeReads(by_path, cache)
+    planned = plan_bodies(index, registry, by_path, resolve, cache, reads=reads)
     work, outcomes, cached = [], {}, 0
     for p in planned:
         for t in targets:
@@ -131,10 +153,18 @@ def build_device(index, registry, by_path: dict, resolve, compiler, targets: tup
     for p in planned:
         for t in targets:
             facts.extend(_facts(p, t, outcomes[(p.build.body, p.factory_call, t)], compiler))
+    counts = {"bodies": len({p.build.body for p in planned}), "variants": sum(len(p.build.variants) for p in planned),
+              "pairs": len(planned) * len(targets)}
+    if all(o.status in CACHEABLE for o in outcomes.values()):
+        device_entry.store(cache, entry_key, reads, facts, counts)
+    _on_index(index, compiler, targets, facts, counts, len(work), cached, start)
+
+
+def _on_index(index, compiler, targets, facts: list, counts: dict, compiles: int, cached: int, start: float) -> None:
     index.device_builds = facts
     index.device = {"compiler": compiler.path, "version": compiler.version, "targets": list(targets),
-                    "bodies": len({p.build.body for p in planned}), "variants": sum(len(p.build.variants) for p in planned),
-                    "compiles": len(work), "cached": cached, "seconds": round(time.monotonic() - start, 2)}
+                    "bodies": counts["bodies"], "variants": counts["variants"],
+                    "compiles": compiles, "cached": cached, "seconds": round(time.monotonic() - start, 2)}
 
 
 def run_for_check(registry, scope, index, options) -> list:
@@ -142,9 +172,9 @@ def run_for_check(registry, scope, index, options) -> list:
     registry asked for the builds; the command line refuses earlier when its flag did)."""
     from kernel_ports.cache import format as cachefmt
     from kernel_ports.cache.units import FileCache
-    from kernel_ports.index.plan import resolve_include
     from kernel_ports.registry.model import DeviceCompile
 
+    start = time.monotonic()
     spec = registry.compile.device_rocm or DeviceCompile()
     where = Path(options.cache_dir) if options.cache_dir else cachefmt.default_cache_dir()
     cache = FileCache(where if options.use_cache else None)
@@ -155,11 +185,19 @@ def run_for_check(registry, scope, index, options) -> list:
         return [f"device builds (compile.device.rocm) did not run: {exc}; KP501/KP502 were not judged"]
     by_path = {f.path: f for f in scope.files}
     known = set(by_path)
+    targets = tuple(spec.targets)
+    key = device_entry.plan_key(index, registry, known, compiler, targets) if cache.root is not None else None
+    kept = device_entry.lookup(cache, key, by_path)
+    if kept is not None:  # every build from one entry: each would have been read from its own
+        facts, counts = kept
+        _on_index(index, compiler, targets, facts, counts, 0, counts["pairs"], start)
+        return device_notes(index)
+    from kernel_ports.index.plan import resolve_include
 
     def resolve(name, from_path):
         return resolve_include(name, False, from_path, known, [])
 
-    build_device(index, registry, by_path, resolve, compiler, tuple(spec.targets), cache, jobs=options.jobs)
+    build_device(index, registry, by_path, resolve, compiler, targets, cache, jobs=options.jobs, entry_key=key)
     return device_notes(index)
 
 

@@ -11,15 +11,13 @@ guessed values (named in the variant, so a finding never rests on one guess).
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import itertools
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Optional
 
 from kernel_ports.frontend.device.build_model import BodyBuild, Piece, Variant
+from kernel_ports.index.device_reads import TreeReads, code_digest  # noqa: F401 (code_digest: device.py's keys)
 
 ACTIVATION_DTYPES = ("float32", "float16", "bfloat16")
 GUESSED_INTS = ("128", "256")  # tried in turn for an integer constant nothing states
@@ -271,10 +269,11 @@ def include_problem(pieces: tuple, root, resolve) -> tuple:
     return None, tuple(dict.fromkeys(dirs))
 
 
-def plan_bodies(index, registry, by_path: dict, resolve, cache=None) -> list:
-    """A PlannedBody for each HIP body a ROCm factory call compiles."""
+def plan_bodies(index, registry, by_path: dict, resolve, cache=None, reads=None) -> list:
+    """A PlannedBody for each HIP body a ROCm factory call compiles; ``reads`` (a :class:`TreeReads` over
+    ``by_path``) records every read of the tree the plan makes."""
     out = []
-    reads = TreeReads(by_path, cache)
+    reads = reads if reads is not None else TreeReads(by_path, cache)
     kernels_by_table = {k.table.split("::")[-1]: k for k in registry.kernels}
     for fc in sorted((f for f in index.factory_calls if f.backend == "rocm"), key=lambda f: str(f.loc)):
         compiled = index.compiled_bodies.get(str(fc.loc))
@@ -288,10 +287,10 @@ def plan_bodies(index, registry, by_path: dict, resolve, cache=None) -> list:
             k = kernels_by_table.get(t)
             if k is not None:
                 assume.update(dict(k.compile_assume))
-        header = tuple(p for h in headers for p in _pieces_of(h, _data(by_path, h.loc.path)))
+        header = tuple(p for h in headers for p in _pieces_of(h, reads.data(h.loc.path)))
         names, outputs = fc.input_names or (), fc.output_names or ()
         kernel_name = fc.kernel_name or re.sub(r"\W+", "_", fc.name_text)[:60] or "kernel"
-        bodies = [(f"{h.loc.path}:{h.name}", h.loc, _pieces_of(h, _data(by_path, h.loc.path)), kernel_name)
+        bodies = [(f"{h.loc.path}:{h.name}", h.loc, _pieces_of(h, reads.data(h.loc.path)), kernel_name)
                   for h in sources] or _chosen_bodies(fc, reads, kernel_name)
         for body, loc, pieces, name in bodies:
             text = "".join(p.text for p in pieces)
@@ -322,58 +321,3 @@ def _chosen_bodies(fc, reads, kernel_name: str) -> list:
             out.append((f"{fc.loc.path}:{constant}[{condition}]", Location(first.path, first.line, first.column), pieces,
                         names.group(i + 1) if names else kernel_name))
     return out
-
-
-def _data(by_path: dict, path: str):
-    f = by_path.get(path)
-    return getattr(f, "data", None) if f is not None else None
-
-
-@functools.lru_cache(maxsize=1)
-def code_digest() -> str:
-    """The device front end's code and what its plan reads with (the witness): part of every device cache key."""
-    here = Path(__file__).resolve().parent.parent
-    h = hashlib.sha256()
-    for p in sorted((here / "frontend" / "device").glob("*.py")) + [here / "index" / "device.py", Path(__file__),
-                                                                       here / "frontend" / "witness.py"]:
-        h.update(p.read_bytes())
-    return h.hexdigest()[:16]
-
-
-class TreeReads:
-    """What tree-sitter reads for the plan (a launcher's guards, a body chosen by a condition), kept per file
-    content and question in the cache, as data: a warm check parses no file again."""
-
-    def __init__(self, by_path: dict, cache=None):
-        self.by_path = by_path
-        self.cache = cache
-        self._hashes: dict = {}
-
-    def _answer(self, path: str, question: tuple, ask, empty):
-        data = _data(self.by_path, path)
-        if data is None:
-            return empty
-        from kernel_ports.cache.units import sha
-
-        if path not in self._hashes:
-            self._hashes[path] = sha(data)
-        # keyed by the code that answers too, so an answer from an older front end is never read back
-        key = sha(repr(("device-plan-read", code_digest(), question, self._hashes[path])).encode())
-        got = self.cache.get(key) if self.cache is not None else None
-        if got is None:
-            got = ask(data)
-            if self.cache is not None:
-                self.cache.put(key, got)
-        return got
-
-    def guards(self, path: str, line: int, variables: set) -> dict:
-        from kernel_ports.frontend.device.guards import guard_values
-
-        got = self._answer(path, ("guards", line, tuple(sorted(variables))), lambda d: guard_values(d, line, variables), {})
-        return got if isinstance(got, dict) else {}
-
-    def choices(self, path: str, name: str, line: int) -> list:
-        from kernel_ports.frontend.device.alternatives import conditional_bodies
-
-        got = self._answer(path, ("choices", name, line), lambda d: conditional_bodies(path, d, name, line), [])
-        return [tuple(x) for x in got] if isinstance(got, list) else []

@@ -154,24 +154,35 @@ def _unread_bodies(registry, witnessed: dict) -> dict:
 def unread_bodies_of_tree(registry, cache, cpp_files: list, hashes: dict, names, names_key: str, witnessed: dict,
                           definitions: dict, parser) -> tuple:
     """(path -> (line, column) of the function bodies the walks may leave unread, path -> (start, end) of those
-    Clang may be given blank) (frontend/focus.py)."""
-    # a function of every C-family file and the registry's names: computed once per state of the tree
-    fkey = sha(f"f|{FRONTEND_VERSION}|{names_key}|{_focus_inputs(registry)}|{sorted((f.path, hashes[f.path]) for f in cpp_files)}".encode())
-    got = cache.get(fkey)
-    if isinstance(got, tuple) and len(got) == 2:
-        return got
-    full = {}
-    for f in cpp_files:
+    Clang may be given blank) (frontend/focus.py); kept while every file's witness result is what it was
+    (:mod:`.focus_entry`)."""
+    from kernel_ports.index import focus_entry
+
+    tree_hashes = {f.path: hashes[f.path] for f in cpp_files}
+    fkey = focus_entry.key(FRONTEND_VERSION, names_key, _focus_inputs(registry), list(tree_hashes))
+    kept = cache.get(fkey)
+    recorded = focus_entry.files_of(kept, list(tree_hashes))
+    parser_box = [parser]
+
+    def full(f):
         defs = definitions.get(f.path)
         if defs is None:
             wkey = witness_key(names_key, f.path, hashes[f.path])
             defs = cache.get(definitions_key(wkey))
         if defs is None:  # not cached (no cache directory, or lost): read again
-            defs = wit.witness(f.path, f.data, names, parser := parser or wit.cpp_parser()).definitions
-        full[f.path] = dataclasses.replace(witnessed[f.path], definitions=defs)
-    unread = _unread_bodies(registry, full)
-    got = unread, focus.hidden_spans(full, unread)
-    cache.put(fkey, got)
+            parser_box[0] = parser_box[0] or wit.cpp_parser()
+            defs = wit.witness(f.path, f.data, names, parser_box[0]).definitions
+        return dataclasses.replace(witnessed[f.path], definitions=defs)
+
+    changed = {f.path: full(f) for f in cpp_files if recorded.get(f.path, (None,))[0] != hashes[f.path]}
+    fresh = focus_entry.digests(changed) if recorded else {}
+    if focus_entry.reusable(recorded, tree_hashes, fresh):
+        return kept["result"]
+    every = {f.path: changed[f.path] if f.path in changed else full(f) for f in cpp_files}
+    unread = _unread_bodies(registry, every)
+    got = unread, focus.hidden_spans(every, unread)
+    fresh = {**focus_entry.digests({p: w for p, w in changed.items() if p not in fresh}), **fresh}
+    cache.put(fkey, focus_entry.entry(recorded, tree_hashes, fresh, got))
     return got
 
 

@@ -19,12 +19,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
-
 MAX_REGISTRY_BYTES = 1024 * 1024
 MAX_NESTING = 32
 
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+def yaml_loader():
+    """libyaml's safe loader when the wheel has it (the registry is read on every run that has no kept reading of
+    it: :mod:`.load`), else PyYAML's own. PyYAML is imported here, on first use."""
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def read_bounded(path: Path, error) -> bytes:
@@ -43,9 +47,11 @@ def check_events(text: str, path, error) -> None:
 
     Malformed YAML is left to the composer that runs next, which reports it with its own message.
     """
+    import yaml
+
     depth = 0
     try:
-        for event in yaml.parse(text, Loader=_Loader):
+        for event in yaml.parse(text, Loader=yaml_loader()):
             line = event.start_mark.line + 1 if event.start_mark is not None else 0
             if isinstance(event, yaml.AliasEvent):
                 raise error(path, line, "", f"YAML alias *{event.anchor} is not allowed in a registry "

@@ -16,9 +16,7 @@ import os
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
 
-import yaml
-
-from kernel_ports.registry.bounds import check_events, read_bounded
+from kernel_ports.registry.bounds import check_events, read_bounded, yaml_loader
 from kernel_ports.registry.model import (
     BACKENDS,
     Backend,
@@ -68,12 +66,10 @@ def schema() -> dict:
 # -- pass 1: YAML with lines -------------------------------------------------
 
 
-# libyaml's loader when the wheel has it: the registry is read on every run.
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
 def _record_lines(node, dotted: str, lines: dict, path) -> None:
     """Record the line of every dotted key below a composed node."""
+    import yaml
+
     lines.setdefault(dotted, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
         seen = set()
@@ -92,22 +88,30 @@ def _record_lines(node, dotted: str, lines: dict, path) -> None:
             _record_lines(item, f"{dotted}[{i}]", lines, path)
 
 
-def _read_yaml(path: Path) -> tuple[dict, dict]:
+def _read_bytes(path: Path) -> bytes:
     try:
-        text = read_bounded(path, RegistryError).decode("utf-8")
+        return read_bounded(path, RegistryError)
     except FileNotFoundError:
         raise RegistryError(path, 0, "", "registry file not found") from None
-    except UnicodeDecodeError as exc:
-        raise RegistryError(path, 0, "", f"not UTF-8 text ({exc.reason})") from None
     except OSError as exc:
         raise RegistryError(path, 0, "", f"cannot read registry ({exc.strerror})") from None
+
+
+def _read_yaml(path: Path, raw: bytes | None = None) -> tuple[dict, dict]:
+    import yaml
+
+    try:
+        text = (_read_bytes(path) if raw is None else raw).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RegistryError(path, 0, "", f"not UTF-8 text ({exc.reason})") from None
     check_events(text, path, RegistryError)
     lines: dict = {}
+    loader = yaml_loader()
     try:
-        node = yaml.compose(text, Loader=_Loader)
+        node = yaml.compose(text, Loader=loader)
         if node is not None and isinstance(node, yaml.MappingNode):
             _record_lines(node, "", lines, path)
-        data = yaml.load(text, Loader=_Loader)
+        data = yaml.load(text, Loader=loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         line = mark.line + 1 if mark else 0
@@ -392,10 +396,17 @@ def load_registry(path, root_override: str | None = None, *, validated_dir=None)
     same jsonschema installation, is not validated again: validation is a pure
     function of those, and importing jsonschema and running it was a sixth of
     a warm check. A marker is written there only after a successful
-    validation; every other pass (YAML, building, cross-checks) always runs.
+    validation. Its reading by PyYAML (the data and each key's line) is kept
+    there too, as data (:mod:`kernel_ports.cache.format`), keyed by the text,
+    this package's code and the PyYAML installation: a text read before is
+    not parsed again, and PyYAML is not imported. Building and the
+    cross-checks always run.
     """
     path = Path(path)
-    data, lines = _read_yaml(path)
+    if validated_dir is None:
+        data, lines = _read_yaml(path)
+    else:
+        data, lines = _read_kept(path, Path(validated_dir))
     marker = _validated_marker(path, validated_dir) if validated_dir is not None else None
     if marker is None or not marker.is_file():
         _validate(path, data, lines)
@@ -406,6 +417,44 @@ def load_registry(path, root_override: str | None = None, *, validated_dir=None)
             except OSError:
                 pass
     return _build(path, data, lines, root_override)
+
+
+def _read_kept(path: Path, validated_dir: Path) -> tuple[dict, dict]:
+    """(data, lines) of the registry's text: PyYAML's reading kept from an earlier run of this text, else read now
+    (and kept, when the data is plain: a YAML date, set or binary value is read every time)."""
+    from kernel_ports.cache import format as cachefmt
+
+    raw = _read_bytes(path)
+    key = _reading_key(raw)
+    where = validated_dir / f"registry-read-{key[:32]}.json"
+    kept = cachefmt.read_entry(where, key) if key else None
+    if type(kept) is tuple and len(kept) == 2 and type(kept[0]) is dict and type(kept[1]) is dict \
+            and all(type(k) is str and type(v) is int for k, v in kept[1].items()):
+        return kept
+    data, lines = _read_yaml(path, raw)
+    if key:
+        cachefmt.write_entry(where, key, (data, lines))
+    return data, lines
+
+
+def _reading_key(raw: bytes) -> str | None:
+    """What PyYAML's reading of ``raw`` depends on: the text, this package's loader and bounds, the PyYAML
+    installation (its package folder and entry file, by size, time and inode); None when that cannot be told."""
+    import importlib.util
+
+    h = hashlib.sha256(b"registry-read\0" + raw)
+    try:
+        for name in ("load.py", "bounds.py"):
+            h.update((Path(__file__).parent / name).read_bytes())
+        spec = importlib.util.find_spec("yaml")
+        if spec is None or not spec.origin:
+            return None
+        for p in (spec.origin, os.path.dirname(spec.origin)):
+            st = os.stat(p)
+            h.update(f"{p}|{st.st_mtime_ns}|{st.st_size}|{st.st_ino}".encode())
+    except (OSError, ImportError, ValueError):
+        return None
+    return h.hexdigest()
 
 
 def _validated_marker(path: Path, validated_dir) -> Path | None:

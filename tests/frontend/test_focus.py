@@ -185,3 +185,39 @@ mlx::core::fast::CustomKernelFunction make_%(n)s() {
     edited = (launcher % {"n": 1}).replace("namespace eng {\n", "namespace eng {\nmlx::core::fast::CustomKernelFunction make_0();\n")
     (root / "src/k1.cpp").write_text(edited.replace("d.back(); }", "d.back() + (make_0(), 0); }"))
     assert unread(tmp_path / "c") == unread(tmp_path / "fresh") == ["pad_0", "pad_2"]
+
+
+def test_an_edit_that_changes_no_declaration_reuses_the_focus(tmp_path, monkeypatch):
+    """A file whose witness result is what it was (a comment added where no declaration moves) reads the same to the
+    focus: it is not decided again (its entry, index/focus_entry.py); an edit that changes what a body names is."""
+    from helpers import files_under, make_registry, write_tree
+
+    launcher = r'''#include <vector>
+#include "mlx/mlx.h"
+namespace eng {
+inline int pad_%(n)s(const std::vector<int>& d) { return d.empty() ? 0 : d.back(); }
+mlx::core::fast::CustomKernelFunction make_%(n)s() {
+  return mlx::core::fast::metal_kernel("k%(n)s", {"x"}, {"out"}, "out[0] = x[0];");
+}
+}  // namespace eng
+'''
+    root = tmp_path / "tree"
+    write_tree(root, {f"src/k{n}.cpp": launcher % {"n": n} for n in range(3)})
+    reg = make_registry(root)
+    decided = []
+    real = plan._unread_bodies
+    monkeypatch.setattr(plan, "_unread_bodies", lambda *a: decided.append(1) or real(*a))
+
+    def unread(cache):
+        idx = build_index(reg, files_under(root), jobs=2, cache_dir=cache)
+        return sorted(i.name for i in idx.functions.values() if not i.body_walked)
+
+    assert unread(tmp_path / "c") == ["pad_0", "pad_1", "pad_2"] and len(decided) == 1
+    k1 = root / "src/k1.cpp"
+    k1.write_text(k1.read_text() + "// a comment after the namespace\n")
+    assert unread(tmp_path / "c") == ["pad_0", "pad_1", "pad_2"] and len(decided) == 1  # quiet control: reused
+    # negative control: k1's padding now calls a function of k0 that builds a kernel; decided again, as fresh
+    k1.write_text(k1.read_text().replace("namespace eng {\n", "namespace eng {\nmlx::core::fast::CustomKernelFunction make_0();\n")
+                  .replace("d.back(); }", "d.back() + (make_0(), 0); }"))
+    assert unread(tmp_path / "c") == ["pad_0", "pad_2"] and len(decided) == 2
+    assert unread(tmp_path / "fresh") == ["pad_0", "pad_2"]

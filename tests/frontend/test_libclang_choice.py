@@ -49,6 +49,9 @@ def test_auto_takes_a_verified_newer_system_library_worth_taking_and_nothing_els
     nineteen = system_dir(19)
     assert toolchain.AUTO_SYSTEM_MAJORS == ()  # 19 is verified, but not faster: not taken unasked
     assert _choice(monkeypatch, "").source == "wheel"
+    with monkeypatch.context() as m:  # and with no major worth taking, the system's folders are not searched
+        m.setattr(toolchain, "system_libclangs", lambda: pytest.fail("searched the system's libraries"))
+        assert _choice(monkeypatch, "auto").source == "wheel"
     # majors listed as worth taking: the newest of them that is also verified (23 is not)
     monkeypatch.setattr(toolchain, "AUTO_SYSTEM_MAJORS", (19, 23))
     monkeypatch.setattr(toolchain, "VERIFIED_SYSTEM_MAJORS", (19,))
