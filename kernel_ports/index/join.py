@@ -15,24 +15,43 @@ from kernel_ports.frontend import clang
 
 
 class FunctionTable:
-    """The function records of the results merged by USR, in the order the results are added (the build adds the
-    cached ones while the changed units still parse)."""
+    """The function records of the results merged by USR. Results may be added in any order (the build adds the
+    cached ones while the changed units still parse, then the parsed ones): the records are merged when
+    :attr:`functions` is first read, each USR's versions in the order of their units and configurations, so the
+    merge is the same whichever results came from the cache (a record's call list, for one, is its first
+    version's calls and then the calls only the later ones make)."""
 
     def __init__(self):
-        self.functions: dict = {}
+        self._versions: dict = {}  # usr -> [((unit path, configuration, position in its list), record)]
+        self._functions: "dict | None" = None
         self.fn_configs: dict = {}
         self.added = 0  # how many results, from the front of the build's list
 
     def add(self, results: list) -> None:
+        assert self._functions is None, "results added after the records were merged"
         for r in results:
-            for info in r.functions:
-                cur = self.functions.get(info.usr)
-                if cur is None:
-                    self.functions[info.usr] = info
-                elif cur is not info:  # units that read one header share its records (cache/units.py): no-op
-                    Joiner._merge_fn(cur, info)
+            for position, info in enumerate(r.functions):
+                self._versions.setdefault(info.usr, []).append(((r.path, r.configuration, position), info))
                 self.fn_configs.setdefault(info.usr, set()).add(r.configuration)
         self.added += len(results)
+
+    @property
+    def functions(self) -> dict:
+        """usr -> the merged record, in the order the units and configurations first name them."""
+        if self._functions is None:
+            merged = []
+            for versions in self._versions.values():
+                if len(versions) > 1:
+                    versions.sort(key=lambda v: v[0])
+                cur = versions[0][1]
+                for _, other in versions[1:]:
+                    if other is not cur:  # units that read one header share its records (cache/units.py): no-op
+                        Joiner._merge_fn(cur, other)
+                merged.append((versions[0][0], cur))
+            merged.sort(key=lambda m: m[0])
+            self._functions = {info.usr: info for _, info in merged}
+            self._versions = {}
+        return self._functions
 
 
 class Joiner:
