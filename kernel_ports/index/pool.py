@@ -9,6 +9,7 @@ the result, so encoding runs beside the other worker's parse rather than after e
 
 from __future__ import annotations
 
+import functools
 import gc
 import multiprocessing
 import sys
@@ -43,6 +44,7 @@ def _worker_main(conn, memory_mib=0, log_path=None, cache=None, hashes=None):
         if job is None:
             return
         kind, payload, store = job
+        out = None
         try:
             if kind == "parse":
                 out = clang.parse_translation_unit(payload)
@@ -56,6 +58,29 @@ def _worker_main(conn, memory_mib=0, log_path=None, cache=None, hashes=None):
         conn.send(reply)  # first: the parent may be waiting for this unit alone
         if store is not None and cache is not None and reply[0] == "ok" and reply[1].ok:
             _store(cache, store, reply[1], hashes)
+        job = payload = reply = out = None  # (the result and the unit's memory, freed before it is given back)
+        give_back_free_memory()
+
+
+def give_back_free_memory() -> None:
+    """Return to the system the heap a finished job freed (glibc keeps it otherwise). A parse of the real
+    engine's bridge leaves ~70 MiB of freed memory in its process, which stayed resident for the rest of the run,
+    beside the parent's merge; a few milliseconds. Elsewhere (no glibc) nothing is done."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.lru_cache(maxsize=1)
+def _malloc_trim():
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return None
 
 
 def _store(cache, store: tuple, res, hashes: dict) -> None:

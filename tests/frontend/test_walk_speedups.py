@@ -67,3 +67,38 @@ def test_children_remembered_during_a_walk_are_the_same_and_go_with_it(tmp_path)
     assert again == plain
     assert len(first) > 30 and [id(c) for c in first] == [id(c) for c in second]  # listed once, handed out again
     assert not hasattr(tu, "_kp_children")  # gone with the walk (its cursors would keep the unit alive)
+
+
+def test_children_memory_keeps_only_the_lists_asked_for_lately(tmp_path, monkeypatch):
+    """The walk's memory of children lists holds two generations of CHILDREN_KEPT lists, not the whole unit's: a
+    list asked for again soon is the one handed out before; one asked for long ago is listed again, the same."""
+    write_tree(tmp_path, {"f.cpp": SRC})
+    ci = clang.cindex()
+    tu = ci.Index.create().parse(str(tmp_path / "f.cpp"), args=["-x", "c++", "-std=c++20"])
+    top = [c for c in tu.cursor.get_children() if c.location.file is not None and c.location.file.name.endswith("f.cpp")]
+    plain = [_preorder(c, lambda x: x.get_children(), lambda x: x.kind) for c in top]
+    listed = sum(len(p) for p in plain)
+
+    def remembered(limit):
+        monkeypatch.setattr(clang.toolchain.ChildrenMemory.__init__, "__defaults__", (limit,))
+        clang.toolchain.remember_children(tu, True)
+        try:
+            again = [_preorder(c, lambda x: x.get_children(), lambda x: x.kind) for c in top]
+            return again, len(tu._kp_children)
+        finally:
+            clang.toolchain.remember_children(tu, False)
+
+    # the control: a memory larger than the unit keeps every list the walk asked for
+    whole, kept_whole = remembered(10 ** 6)
+    assert whole == plain and kept_whole == listed > 40
+    # bounded: at most two generations of 8 lists, and the children are the same
+    bounded, kept = remembered(8)
+    assert bounded == plain and kept <= 16
+    # a list asked for again while it is young is the same list of the same cursor objects
+    clang.toolchain.remember_children(tu, True)
+    try:
+        a = list(top[-1].get_children())
+        b = list(top[-1].get_children())
+        assert a and [id(x) for x in a] == [id(x) for x in b]
+    finally:
+        clang.toolchain.remember_children(tu, False)

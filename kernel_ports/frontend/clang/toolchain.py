@@ -232,7 +232,11 @@ def _speed_up_cursors(ci):
         memo = getattr(tu, "_kp_children", None)
         if memo is not None:
             key = bytes(self)
-            out = memo.get(key)
+            out = memo.young.get(key)
+            if out is None:
+                out = memo.old.get(key)
+                if out is not None:
+                    memo.keep(key, out)
             if out is not None:
                 return iter(out)
         outer, collected = collected, []
@@ -244,7 +248,7 @@ def _speed_up_cursors(ci):
         for child in out:
             child._tu = tu  # keeps the unit alive as long as its cursors, as the bindings do
         if memo is not None:
-            memo[key] = out
+            memo.keep(key, out)
         return iter(out)
 
     kinds = ci.CursorKind._kinds
@@ -260,11 +264,38 @@ def _speed_up_cursors(ci):
     ci.Cursor._kp_fast = True
 
 
+# children lists a walk's memory holds in each of its two generations: the walk asks again for a node's children
+# soon after the first time (its expression walk, ``strip``, the callee, argument sources, all within one
+# declaration), so the lists of the nodes read long ago are let go. Unbounded, the memory of the real engine's
+# largest unit held ~20 MiB of cursors per parser process until its walk ended, at the run's peak.
+CHILDREN_KEPT = 4096
+
+
+class ChildrenMemory:
+    """The children lists a walk asked for lately: two generations, the older dropped when the younger is full
+    (a list found in the older one moves to the younger)."""
+
+    __slots__ = ("young", "old", "limit")
+
+    def __init__(self, limit: int = CHILDREN_KEPT):
+        self.young: dict = {}
+        self.old: dict = {}
+        self.limit = limit
+
+    def keep(self, key: bytes, children: list) -> None:
+        if len(self.young) >= self.limit:
+            self.old, self.young = self.young, {}
+        self.young[key] = children
+
+    def __len__(self) -> int:
+        return len(self.young) + len(self.old)
+
+
 def remember_children(tu, on: bool) -> None:
     """Turn the per-unit memory of children lists (see :func:`_speed_up_cursors`) on for a walk, and off after
     it: the lists hold cursors, which hold the unit, so they must go when the walk ends."""
     if on:
-        tu._kp_children = {}
+        tu._kp_children = ChildrenMemory()
     elif hasattr(tu, "_kp_children"):
         del tu._kp_children
 
