@@ -159,11 +159,8 @@ def test_same_functions_and_call_graph_from_what_was_walked(both):
             assert focused.functions[v].body_walked, (u, v)
 
 
-def test_focus_after_one_file_changed_matches_a_fresh_build(tmp_path):
-    """After an edit, the focus is decided again from the cached definitions of the unchanged files."""
-    from helpers import files_under, make_registry, write_tree
-
-    launcher = r'''#include <vector>
+# three launchers of this text (n = 0, 1, 2): a padding helper the focus leaves unread, and a kernel factory
+PADDED_LAUNCHER = r'''#include <vector>
 #include "mlx/mlx.h"
 namespace eng {
 inline int pad_%(n)s(const std::vector<int>& d) { return d.empty() ? 0 : d.back(); }
@@ -172,6 +169,13 @@ mlx::core::fast::CustomKernelFunction make_%(n)s() {
 }
 }  // namespace eng
 '''
+
+
+def test_focus_after_one_file_changed_matches_a_fresh_build(tmp_path):
+    """After an edit, the focus is decided again from the cached definitions of the unchanged files."""
+    from helpers import files_under, make_registry, write_tree
+
+    launcher = PADDED_LAUNCHER
     root = tmp_path / "tree"
     write_tree(root, {f"src/k{n}.cpp": launcher % {"n": n} for n in range(3)})
     reg = make_registry(root)
@@ -192,15 +196,7 @@ def test_an_edit_that_changes_no_declaration_reuses_the_focus(tmp_path, monkeypa
     focus: it is not decided again (its entry, index/focus_entry.py); an edit that changes what a body names is."""
     from helpers import files_under, make_registry, write_tree
 
-    launcher = r'''#include <vector>
-#include "mlx/mlx.h"
-namespace eng {
-inline int pad_%(n)s(const std::vector<int>& d) { return d.empty() ? 0 : d.back(); }
-mlx::core::fast::CustomKernelFunction make_%(n)s() {
-  return mlx::core::fast::metal_kernel("k%(n)s", {"x"}, {"out"}, "out[0] = x[0];");
-}
-}  // namespace eng
-'''
+    launcher = PADDED_LAUNCHER
     root = tmp_path / "tree"
     write_tree(root, {f"src/k{n}.cpp": launcher % {"n": n} for n in range(3)})
     reg = make_registry(root)
