@@ -9,16 +9,21 @@ from kernel_ports.registry.load import RegistryError, load_registry
 from tests.test_registry import MINIMAL
 
 
-def _count_validations(monkeypatch):
+def _count_calls(monkeypatch, name: str) -> list:
+    """The first argument of each call of ``load_mod.<name>`` from now on (the calls still run)."""
     calls = []
-    real = load_mod._validate
+    real = getattr(load_mod, name)
 
-    def spy(*args):
+    def spy(*args, **kwargs):
         calls.append(args[0])
-        return real(*args)
+        return real(*args, **kwargs)
 
-    monkeypatch.setattr(load_mod, "_validate", spy)
+    monkeypatch.setattr(load_mod, name, spy)
     return calls
+
+
+def _count_validations(monkeypatch):
+    return _count_calls(monkeypatch, "_validate")
 
 
 def test_validated_once_per_text(write_registry, tmp_path, monkeypatch):
@@ -61,15 +66,7 @@ def test_cli_no_cache_validates(tmp_path, monkeypatch):
 # -- PyYAML's reading of a text is kept beside the marker ---------------------------------------------------------
 
 def _count_reads(monkeypatch):
-    calls = []
-    real = load_mod._read_yaml
-
-    def spy(path, raw=None):
-        calls.append(path)
-        return real(path, raw)
-
-    monkeypatch.setattr(load_mod, "_read_yaml", spy)
-    return calls
+    return _count_calls(monkeypatch, "_read_yaml")
 
 
 def test_a_text_read_before_is_not_parsed_again(write_registry, tmp_path, monkeypatch):
