@@ -208,8 +208,9 @@ def _split_functions(rel: str, functions: list) -> tuple:
 
 
 def _joined_functions(cache: FileCache, own: list, runs, group_keys, shared: dict):
-    """The unit's function list put together again, or None if a group is missing or the layout does not fit."""
-    if type(runs) is not list or type(group_keys) is not list or type(own) is not list:
+    """The unit's function list put together again from its groups, or None if a group is missing or the layout
+    does not fit (``own``: the records the unit entry holds itself, none since every record is in a group)."""
+    if type(runs) is not list or type(group_keys) is not list or own != []:
         return None
     groups = []
     for gk in group_keys:
@@ -222,20 +223,19 @@ def _joined_functions(cache: FileCache, own: list, runs, group_keys, shared: dic
         if shared[gk] is None:
             return None
         groups.append(shared[gk])
-    taken = [0] * (len(groups) + 1)  # per group, and the unit's own list last
+    taken = [0] * len(groups)
     out: list = []
     for run in runs:
         if type(run) is not list or len(run) != 2 or type(run[0]) is not int or type(run[1]) is not int:
             return None
         at, count = run
-        if not -1 <= at < len(groups) or count < 1:
+        if not 0 <= at < len(groups) or count < 1:
             return None
-        source = own if at == -1 else groups[at]
         first = taken[at]
-        if first + count > len(source):
+        if first + count > len(groups[at]):
             return None
-        out.extend(source[first:first + count])
+        out.extend(groups[at][first:first + count])
         taken[at] = first + count
-    if taken[-1] != len(own) or any(t != len(g) for t, g in zip(taken, groups)):
+    if any(t != len(g) for t, g in zip(taken, groups)):
         return None
     return out

@@ -26,6 +26,8 @@ ENTRY_KIND = "device-stage"
 # HipSource fields the plan never reads, each made from the body's text and place, which the key holds: the
 # largest part of the facts, left out of the key's text
 _DERIVED = {"HipSource": frozenset({"identifiers", "tokens", "token_lines", "includes"})}
+
+
 def plan_key(index, registry, known, compiler, targets: tuple):
     """The entry's key: what the plan and the builds read besides the tree's files; None when it cannot be made."""
     from kernel_ports.cache.check_entry import tool_digest

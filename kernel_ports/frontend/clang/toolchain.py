@@ -232,11 +232,7 @@ def _speed_up_cursors(ci):
         memo = getattr(tu, "_kp_children", None)
         if memo is not None:
             key = bytes(self)
-            out = memo.young.get(key)
-            if out is None:
-                out = memo.old.get(key)
-                if out is not None:
-                    memo.keep(key, out)
+            out = memo.recall(key)
             if out is not None:
                 return iter(out)
         outer, collected = collected, []
@@ -281,6 +277,15 @@ class ChildrenMemory:
         self.young: dict = {}
         self.old: dict = {}
         self.limit = limit
+
+    def recall(self, key: bytes):
+        """The list kept under ``key`` (kept young again when it was old), or None."""
+        out = self.young.get(key)
+        if out is None:
+            out = self.old.get(key)
+            if out is not None:
+                self.keep(key, out)
+        return out
 
     def keep(self, key: bytes, children: list) -> None:
         if len(self.young) >= self.limit:
