@@ -405,9 +405,11 @@ def load_registry(path, root_override: str | None = None, *, validated_dir=None)
     path = Path(path)
     if validated_dir is None:
         data, lines = _read_yaml(path)
+        marker = None
     else:
-        data, lines = _read_kept(path, Path(validated_dir))
-    marker = _validated_marker(path, validated_dir) if validated_dir is not None else None
+        raw = _read_bytes(path)  # read once: the reading's key, the text and the marker's key
+        data, lines = _read_kept(path, raw, Path(validated_dir))
+        marker = _validated_marker(raw, validated_dir)
     if marker is None or not marker.is_file():
         _validate(path, data, lines)
         if marker is not None:
@@ -419,12 +421,11 @@ def load_registry(path, root_override: str | None = None, *, validated_dir=None)
     return _build(path, data, lines, root_override)
 
 
-def _read_kept(path: Path, validated_dir: Path) -> tuple[dict, dict]:
-    """(data, lines) of the registry's text: PyYAML's reading kept from an earlier run of this text, else read now
-    (and kept, when the data is plain: a YAML date, set or binary value is read every time)."""
+def _read_kept(path: Path, raw: bytes, validated_dir: Path) -> tuple[dict, dict]:
+    """(data, lines) of the registry's text ``raw``: PyYAML's reading kept from an earlier run of this text, else
+    read now (and kept, when the data is plain: a YAML date, set or binary value is read every time)."""
     from kernel_ports.cache import format as cachefmt
 
-    raw = _read_bytes(path)
     key = _reading_key(raw)
     where = validated_dir / f"registry-read-{key[:32]}.json"
     kept = cachefmt.read_entry(where, key) if key else None
@@ -439,34 +440,44 @@ def _read_kept(path: Path, validated_dir: Path) -> tuple[dict, dict]:
 
 def _reading_key(raw: bytes) -> str | None:
     """What PyYAML's reading of ``raw`` depends on: the text, this package's loader and bounds, the PyYAML
-    installation (its package folder and entry file, by size, time and inode); None when that cannot be told."""
-    import importlib.util
-
+    installation; None when that cannot be told."""
     h = hashlib.sha256(b"registry-read\0" + raw)
     try:
         for name in ("load.py", "bounds.py"):
             h.update((Path(__file__).parent / name).read_bytes())
-        spec = importlib.util.find_spec("yaml")
-        if spec is None or not spec.origin:
-            return None
-        for p in (spec.origin, os.path.dirname(spec.origin)):
-            st = os.stat(p)
-            h.update(f"{p}|{st.st_mtime_ns}|{st.st_size}|{st.st_ino}".encode())
-    except (OSError, ImportError, ValueError):
+        stamp = _installation_stamp("yaml")
+    except OSError:
         return None
+    if stamp is None:
+        return None
+    h.update(stamp.encode())
     return h.hexdigest()
 
 
-def _validated_marker(path: Path, validated_dir) -> Path | None:
+def _installation_stamp(module: str) -> str | None:
+    """An installed package's entry file and folder by size, time and inode (None when it is not installed):
+    what tells one installation from another without reading it. OSError when they cannot be read."""
     import importlib.util
 
-    spec = importlib.util.find_spec("jsonschema")
     try:
-        h = hashlib.sha256(path.read_bytes())
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin:
+        return None
+    out = []
+    for p in (spec.origin, os.path.dirname(spec.origin)):
+        st = os.stat(p)
+        out.append(f"{p}|{st.st_mtime_ns}|{st.st_size}|{st.st_ino}")
+    return "\n".join(out)
+
+
+def _validated_marker(raw: bytes, validated_dir) -> Path | None:
+    """The marker of a text that passed the schema: keyed by the text, the schema and the jsonschema installation."""
+    try:
+        h = hashlib.sha256(raw)
         h.update(SCHEMA_PATH.read_bytes())
-        if spec is not None and spec.origin:
-            st = os.stat(spec.origin)
-            h.update(f"{spec.origin}|{st.st_mtime_ns}|{st.st_size}".encode())
+        h.update((_installation_stamp("jsonschema") or "").encode())
     except OSError:
         return None
     return Path(validated_dir) / f"registry-valid-{h.hexdigest()[:32]}"
