@@ -131,6 +131,15 @@ def _add_others(sub) -> None:
     explain = sub.add_parser("explain", help="rationale and examples for a rule")
     explain.add_argument("code", nargs="?", help="a rule code; omit to list them all")
 
+    serve = sub.add_parser("serve", help="keep a process that runs check and facts with their imports done and the "
+                           "cache decoded (for the edit loop)")
+    serve.add_argument("--idle-minutes", type=int, default=60, help="stop after this long without a command "
+                       "(default 60; 0: never)")
+    ask = serve.add_mutually_exclusive_group()
+    ask.add_argument("--stop", action="store_true", help="stop the server of this installation")
+    ask.add_argument("--status", action="store_true", help="say whether a server of this installation listens "
+                     "(exit 1 if none)")
+
 
 def _command(name: str):
     """The function that runs a command; its module is imported only when that command runs."""
@@ -144,6 +153,10 @@ def _command(name: str):
         from kernel_ports.commands import writing
 
         return {"init": writing.cmd_init, "sync": writing.cmd_sync, "port": writing.cmd_port}[name]
+    if name == "serve":
+        from kernel_ports.commands.serve import cmd_serve
+
+        return cmd_serve
     from kernel_ports.commands.explain import cmd_explain
 
     return cmd_explain
@@ -197,7 +210,8 @@ def main(argv=None) -> int:
 
 
 def entry() -> None:
-    """The ``kernel-ports`` command (and ``python -m kernel_ports``): :func:`main`, then an exit that skips the
+    """The ``kernel-ports`` command (and ``python -m kernel_ports``): :func:`main`, or a running ``kernel-ports
+    serve`` of this installation running it (:mod:`kernel_ports.commands.resident`), then an exit that skips the
     interpreter's teardown.
 
     Freeing every object of a run one by one at exit (the index's records, the cached results) took 0.05-0.08 s
@@ -227,7 +241,11 @@ def entry() -> None:
                 os._exit(code[0])
 
     atexit.register(exit_now)
-    code.append(main())
+    from kernel_ports.commands.resident import served
+
+    argv = sys.argv[1:]
+    at_server = served(argv)
+    code.append(main(argv) if at_server is None else at_server)
     raise SystemExit(code[0])
 
 

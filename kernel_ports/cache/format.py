@@ -284,8 +284,20 @@ def decode(key: str, data: bytes):
         raise CacheFormatError(f"unreadable body: {type(exc).__name__}") from None
 
 
+# In a check a resident server runs (``kernel-ports serve``): the entries the server keeps decoded
+# (:class:`kernel_ports.cache.resident.ResidentEntries`), which answer for their files while those are unchanged
+RESIDENT = None
+
+
 def read_entry(path, key: str):
     """The value stored at ``path`` under ``key``; None for a missing, unreadable, foreign or damaged entry."""
+    if RESIDENT is not None:
+        return RESIDENT.read_entry(path, key, read_entry_file)
+    return read_entry_file(path, key)
+
+
+def read_entry_file(path, key: str):
+    """:func:`read_entry` from the file itself."""
     try:
         with open(path, "rb") as fh:
             return decode(key, fh.read(MAX_ENTRY_BYTES + 1))
