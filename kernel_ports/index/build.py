@@ -131,7 +131,7 @@ def _index(run: _Run, parsing: Parsing, cpp_files: list) -> None:
     comp_key = _compile_key(registry, conv, root, cc, run.withheld)
     parsing.units = UnitJobs(registry=registry, root=root, conv=conv, by_path=by_path, known=known, cc=cc,
                              fault_map=plan.faults(), tu_unread=tu_unread, withheld=run.withheld,
-                             tu_weight=plan.unit_weights(tus, wgraph, by_path), hidden=hidden)
+                             tu_weight=_weights(registry, tus, wgraph, by_path, witnessed), hidden=hidden)
     wanted = [(rel, conf, sha(f"c|{comp_key}|{conf.name}|{conf.defines}|{rel}|{hashes[rel]}|"
                               f"{sha(repr(sorted(tu_unread[rel])).encode())}|{tu_sees[rel]}".encode()))
               for rel, conf in jobs_wanted]
@@ -148,6 +148,14 @@ def _index(run: _Run, parsing: Parsing, cpp_files: list) -> None:
     merge_results(index, registry, results, witnessed, conv, table)
     compiled_bodies(index, by_path, known, search, cache)
     index.timings["join"] = time.perf_counter() - t0
+
+
+def _weights(registry, tus: set, wgraph, by_path: dict, witnessed: dict) -> dict:
+    """Each unit's rough parse cost (the order its parse starts in): only worth the MLX headers' sizes when
+    something is to be parsed with the real ones."""
+    mlx = headers.resolve_for(registry).mlx
+    outside = plan.outside_prelude_bytes(mlx.directory if mlx.real else None) if tus else None
+    return plan.unit_weights(tus, wgraph, by_path, witnessed, outside)
 
 
 def _compile_key(registry, conv, root: Path, cc: dict, withheld: tuple) -> str:

@@ -207,12 +207,52 @@ def parse_jobs_wanted(registry, tus: set, wgraph: nx.DiGraph, witnessed: dict, u
     return tu_unread, tu_sees, jobs_wanted
 
 
-def unit_weights(tus: set, wgraph: nx.DiGraph, by_path: dict) -> dict:
-    """tu -> bytes of it and the project files it includes: what its parse roughly costs, to start the dear first."""
+def unit_weights(tus: set, wgraph: nx.DiGraph, by_path: dict, witnessed: Optional[dict] = None,
+                 outside=None) -> dict:
+    """tu -> bytes of it and the project files it includes, and of the headers outside the prelude they include
+    (``outside``: spelling -> bytes, :func:`outside_prelude_bytes`): what its parse roughly costs, to start the
+    dear first."""
     import networkx as nx
 
-    return {tu: sum(len(by_path[s].data) for s in {tu} | set(nx.descendants(wgraph, tu)) if s in by_path)
-            for tu in tus}
+    out = {}
+    for tu in tus:
+        seen = {tu} | set(nx.descendants(wgraph, tu))
+        weight = sum(len(by_path[s].data) for s in seen if s in by_path)
+        if outside is not None and witnessed:
+            spelled = {sp for s in seen if s in witnessed for sp, _ in witnessed[s].includes}
+            weight += sum(outside(sp) for sp in spelled)
+        out[tu] = weight
+    return out
+
+
+def outside_prelude_bytes(mlx_dir: Optional[str]):
+    """spelling -> bytes of the MLX header it names when the prelude (``mlx/mlx.h``) does not include it, else 0.
+
+    A unit's own bytes misjudge a small launcher that includes MLX headers the prelude lacks (``primitives.h``,
+    the backends' internals): the real engine's was parsed last, ~1.3 s alone at the end of a cold run while the
+    other worker had nothing left. Only the headers ``mlx/mlx.h`` names itself count as in the prelude (what they
+    include is in it too, but reading them all would cost every run more than a rough weight is worth)."""
+    if not mlx_dir:
+        return None
+    base = Path(mlx_dir)
+    try:
+        umbrella = (base / "mlx" / "mlx.h").read_text(errors="replace")
+    except OSError:
+        return None
+    covered = {"mlx/mlx.h"} | set(re.findall(r'#\s*include\s*[<"](mlx/[^>"]+)[>"]', umbrella))
+    sizes: dict = {}
+
+    def size(spelled: str) -> int:
+        if spelled in covered or not spelled.startswith("mlx/"):
+            return 0
+        if spelled not in sizes:
+            try:
+                sizes[spelled] = (base / spelled).stat().st_size
+            except OSError:
+                sizes[spelled] = 0
+        return sizes[spelled]
+
+    return size
 
 
 def faults() -> dict:
