@@ -156,7 +156,7 @@ def _command(name: str):
     if name == "serve":
         from kernel_ports.commands.serve import cmd_serve
 
-        return cmd_serve
+        return lambda args: cmd_serve(args, run=main)  # (what a served command runs: this module's main)
     from kernel_ports.commands.explain import cmd_explain
 
     return cmd_explain
@@ -243,9 +243,8 @@ def entry() -> None:
     atexit.register(exit_now)
     from kernel_ports.commands.resident import served
 
-    argv = sys.argv[1:]
-    at_server = served(argv)
-    code.append(main(argv) if at_server is None else at_server)
+    at_server = served(sys.argv[1:])
+    code.append(main() if at_server is None else at_server)
     raise SystemExit(code[0])
 
 

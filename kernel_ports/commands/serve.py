@@ -40,7 +40,8 @@ from kernel_ports.commands.common import EXIT_ERROR, UsageError
 INTERRUPT_GRACE = 5.0  # seconds a check has to end after its caller was interrupted, before it is killed
 
 
-def cmd_serve(args) -> int:
+def cmd_serve(args, run) -> int:
+    """``run``: the command line's ``main`` (argv -> exit code), which each served command's process calls."""
     stamp = resident.installation_stamp()
     path = resident.socket_path(stamp)
     if args.stop or args.status:
@@ -51,7 +52,7 @@ def cmd_serve(args) -> int:
     print(f"kernel-ports serve: listening on {path} for this installation; `check` and `facts` run here until "
           f"{_until(args.idle_minutes)} (Ctrl-C or `kernel-ports serve --stop` ends it)", file=sys.stderr, flush=True)
     try:
-        Server(listener, args.idle_minutes * 60.0).run()
+        Server(listener, args.idle_minutes * 60.0, run).run()
     except KeyboardInterrupt:
         pass
     finally:
@@ -101,6 +102,9 @@ def _listen(stamp: str, path) -> socket.socket:
     old = os.umask(0o177)
     try:
         listener.bind(str(path))
+    except OSError as exc:  # (a socket's path has ~107 bytes at most)
+        listener.close()
+        raise UsageError(f"kernel-ports serve: cannot listen on {path}: {exc}; a shorter $XDG_RUNTIME_DIR may help") from None
     finally:
         os.umask(old)
     listener.listen(16)
@@ -114,8 +118,9 @@ def _caller_is_this_user(conn: socket.socket) -> bool:
 
 
 class Server:
-    def __init__(self, listener: socket.socket, idle_seconds: float):
+    def __init__(self, listener: socket.socket, idle_seconds: float, run):
         self.listener = listener
+        self.run_command = run
         self.idle_seconds = idle_seconds
         self.entries = ResidentEntries()
         self.running = True
@@ -124,7 +129,6 @@ class Server:
         # nothing the server keeps is ever freed by the cyclic collector (decoded entries hold no cycles), and a
         # collection in the server would walk every kept value; a check's process has it off as the command has
         gc.disable()
-        importlib.import_module("kernel_ports.cli")
 
     def run(self) -> None:
         while self.running:
@@ -180,7 +184,7 @@ class Server:
         if pid == 0:
             report_here.close()
             self.listener.close()
-            _child(channel, request, resident.Channel(report_there), self.entries)  # never returns
+            _child(self.run_command, channel, request, resident.Channel(report_there), self.entries)  # never returns
         report_there.close()
         with report_here:
             report = _watch(pid, channel.sock, resident.Channel(report_here))
@@ -275,7 +279,7 @@ def _signal_group(pid: int, sig) -> None:
         pass
 
 
-def _child(caller: resident.Channel, request: dict, report: resident.Channel, entries: ResidentEntries) -> None:
+def _child(run, caller: resident.Channel, request: dict, report: resident.Channel, entries: ResidentEntries) -> None:
     """The command's own process: take the caller's streams, folder and environment, run the command, say its exit
     code to the caller and what it read to the server."""
     code = EXIT_ERROR
@@ -290,10 +294,8 @@ def _child(caller: resident.Channel, request: dict, report: resident.Channel, en
         sys.argv = [request["prog"], *request["argv"]]
         entries.begin_check()
         cachefmt.RESIDENT = entries
-        from kernel_ports import cli
-
         try:
-            code = cli.main(request["argv"])
+            code = run(request["argv"])
         except SystemExit as exc:  # (--help, and the argument parser's own exits)
             code = exc.code if type(exc.code) is int else (0 if exc.code is None else EXIT_ERROR)
         sys.stdout.flush()
