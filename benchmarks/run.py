@@ -177,11 +177,42 @@ def _floor(commands: list, jobs: int) -> tuple[float, float, int]:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), sum(c != 0 for c in codes)
 
 
+def _start_server(env: dict) -> subprocess.Popen:
+    """``kernel-ports serve`` of the timed code, listening before this returns."""
+    log = Path(env["XDG_RUNTIME_DIR"]) / "serve.log"
+    proc = subprocess.Popen([sys.executable, "-m", "kernel_ports", "serve", "--idle-minutes", "30"], env=env,
+                            cwd=tempfile.gettempdir(), stderr=log.open("w"))
+    deadline = time.monotonic() + 60
+    while "listening" not in log.read_text():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"kernel-ports serve did not start: {log.read_text()[-500:]}")
+        time.sleep(0.05)
+    return proc
+
+
+def _rss(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/status").read_text().split("VmRSS:")[1].split()[0]) * 1024
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
 def run(registry: Path, root: Path, edits: dict, gates: list, repeat: int, jobs: int, work: Path,
-        code: Path | None, floor: bool = False, edit_kind: str = "code") -> dict:
+        code: Path | None, floor: bool = False, edit_kind: str = "code", server: float | None = None) -> dict:
     """Each scenario ``repeat`` times; ``edits``: {scenario: the file it edits}; ``gates``: the regex gates'
-    command lines; ``code``: the folder put first on PYTHONPATH for the checks (None: as is)."""
+    command lines; ``code``: the folder put first on PYTHONPATH for the checks (None: as is); ``server``: the
+    checks are served by a ``kernel-ports serve`` of the same code, given this many seconds before each check
+    (a developer's edit takes longer; the server decodes meanwhile)."""
     base = dict(os.environ, PYTHONPATH=str(code)) if code is not None else dict(os.environ)
+    base.pop("KERNEL_PORTS_NO_SERVER", None)
+    served = None
+    if server is not None:
+        (work / "run").mkdir(mode=0o700)
+        base["XDG_RUNTIME_DIR"] = str(work / "run")
+        served = _start_server(base)
+    else:
+        base["KERNEL_PORTS_NO_SERVER"] = "1"
+    pause = (lambda: time.sleep(server)) if server is not None else (lambda: None)
     check = check_command(registry, jobs) + ["--root", str(root)]
     times = {k: [] for k in ("cold", "warm", "regex", *edits, *((FLOOR,) if floor else ()))}
     cpu = {k: [] for k in times}
@@ -196,12 +227,15 @@ def run(registry: Path, root: Path, edits: dict, gates: list, repeat: int, jobs:
             doc = json.loads(out)
             pair = []
             for scenario in ("regex", "warm", "regex", "warm"):
+                if scenario == "warm":
+                    pause()
                 t, c = _gates(gates, env) if scenario == "regex" else _timed(check, env)[:2]
                 times[scenario].append(t), cpu[scenario].append(c)
                 pair.append(t)
             ratios.append((pair[1] + pair[3]) / (pair[0] + pair[2]))
             for name, path in edits.items():
                 _edited(path, r, edit_kind)
+                pause()
                 t, c, _, _, _ = _timed(check, env)
                 times[name].append(t), cpu[name].append(c)
                 path.write_bytes(originals[name])
@@ -218,14 +252,19 @@ def run(registry: Path, root: Path, edits: dict, gates: list, repeat: int, jobs:
             _edited(path, repeat, edit_kind)
             rss_tree = max(rss_tree, _timed(check, env, sample=True)[2])
             path.write_bytes(originals[name])
+        server_rss = _rss(served.pid) if served is not None else 0
     finally:
         for name, path in edits.items():
             path.write_bytes(originals[name])
+        if served is not None:
+            served.terminate()
+            served.wait(timeout=30)
     loads.append(_load())
     return {"times": times, "cpu": cpu, "ratios": ratios, "cold_ratios": cold_ratios, "rss_tree": rss_tree,
             "doc": doc, "loads": loads, "rss_max": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024,
             "code": code, "edits": {n: str(p.relative_to(root)) for n, p in edits.items()}, "edit_kind": edit_kind,
-            "floor_units": len(floor_cmds or ()), "floor_rejected": rejected}
+            "floor_units": len(floor_cmds or ()), "floor_rejected": rejected, "server": server,
+            "server_rss": server_rss}
 
 
 def report(res: dict, label: str, gates_label: str = "regex_baseline.py") -> None:
@@ -253,6 +292,10 @@ def report(res: dict, label: str, gates_label: str = "regex_baseline.py") -> Non
               f"by g++): {med['cold'] / med[FLOOR]:.2f} (medians); per-repeat median {_median(res['cold_ratios']):.2f}")
     print(f"peak memory: process tree {res['rss_tree'] / 2**20:.0f} MiB (sampled), "
           f"largest single process {res['rss_max'] / 2**20:.0f} MiB (ru_maxrss)")
+    if res["server"] is not None:
+        print(f"served by kernel-ports serve ({res['server']:.1f} s before each check): the server's own resident "
+              f"set at the end {res['server_rss'] / 2**20:.0f} MiB; a served check's own processes are the "
+              f"server's, so the process tree above is the command's alone")
 
 
 def registry_root(registry: Path) -> Path:
@@ -292,6 +335,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--edit", choices=EDIT_KINDS, default="code",
                         help="what each edit appends: a new inline function (code: what the file declares changes) "
                              "or a comment (only its bytes change)")
+    parser.add_argument("--server", type=float, default=None, metavar="SECONDS",
+                        help="time the checks as served by `kernel-ports serve`, this many seconds after each edit "
+                        "(default: every check in its own process)")
     parser.add_argument("--floor", action="store_true",
                         help="time `g++ -fsyntax-only` over the units the check parses (--jobs at a time) each repeat")
     parser.add_argument("--headers", choices=("auto", "stubs"), default="auto",
@@ -332,7 +378,8 @@ def main(argv=None) -> int:
         gates = [[sys.executable, str(root / g)] for g in args.gate] or \
             [[sys.executable, str(HERE / "regex_baseline.py"), str(root)]]
         code = None if args.source else installed_copy(package_dir(), work / "code")
-        res = run(registry, root, edits, gates, args.repeat, args.jobs, work, code, args.floor, args.edit)
+        res = run(registry, root, edits, gates, args.repeat, args.jobs, work, code, args.floor, args.edit,
+                  args.server)
         report(res, label, " + ".join(args.gate) or "benchmarks/regex_baseline.py over the root")
     finally:
         shutil.rmtree(work, ignore_errors=True)

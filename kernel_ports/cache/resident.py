@@ -37,7 +37,7 @@ class ResidentEntries:
     under ``MAX_KEPT_BYTES`` (the oldest reads go first)."""
 
     KEEP_CHECKS = 8
-    MAX_KEPT_BYTES = 512 * 1024 * 1024
+    MAX_KEPT_BYTES = 64 * 1024 * 1024  # of entry files: decoded, several times that (a real engine's check reads ~5 MB)
 
     def __init__(self) -> None:
         self._kept: dict = {}  # path -> (file identity, key, value)

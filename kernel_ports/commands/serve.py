@@ -37,6 +37,7 @@ from kernel_ports.cache.resident import ResidentEntries
 from kernel_ports.commands import resident
 from kernel_ports.commands.common import EXIT_ERROR, UsageError
 
+REQUEST_SECONDS = 10.0  # how long a caller has to send its request
 INTERRUPT_GRACE = 5.0  # seconds a check has to end after its caller was interrupted, before it is killed
 
 
@@ -157,24 +158,23 @@ class Server:
         if not _caller_is_this_user(conn):
             return
         channel = resident.Channel(conn)
+        conn.settimeout(REQUEST_SECONDS)  # a caller that connects and says nothing does not hold the server
         try:
             request = channel.receive(fds=3)
-        except BaseException:
+            conn.settimeout(None)
+            refusal = _refusal(request, channel.fds)
+            if refusal == "stop":
+                self.running = False
+                channel.send({"said": "stopped"})
+            elif refusal == "status":
+                channel.send({"said": f"listening, {self.checks} command(s) run, {len(self.entries)} entries kept"})
+            elif refusal is not None:
+                channel.send({"refused": refusal})
+            else:
+                self._run_command(channel, request)
+        finally:
             for fd in channel.fds:
                 os.close(fd)
-            raise
-        refusal = _refusal(request, channel.fds)
-        if refusal == "stop":
-            self.running = False
-            channel.send({"said": "stopped"})
-        elif refusal == "status":
-            channel.send({"said": f"listening, {self.checks} command(s) run, {len(self.entries)} entries kept"})
-        elif refusal is not None:
-            channel.send({"refused": refusal})
-        else:
-            self._run_command(channel, request)
-        for fd in channel.fds:
-            os.close(fd)
 
     def _run_command(self, channel: resident.Channel, request: dict) -> None:
         start = time.perf_counter()
