@@ -54,7 +54,7 @@ def server(tmp_path):
     while "listening" not in (tmp_path / "serve.log").read_text():
         assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "serve.log").read_text()
         time.sleep(0.05)
-    yield tmp_path, lambda: (tmp_path / "serve.log").read_text()
+    yield tmp_path, lambda: (tmp_path / "serve.log").read_text(), proc
     proc.terminate()
     proc.wait(timeout=20)
     log.close()
@@ -65,7 +65,7 @@ def _served_lines(log: str) -> list:
 
 
 def test_a_served_check_prints_what_its_own_process_prints_after_each_edit(server):
-    base, log = server
+    base, log, _ = server
     copy = engine_copy(base / "tree")
     args = ["check", "--registry", str(copy.registry_path), "--root", str(copy.root), "--format", "json"]
     for step, edit in enumerate((None, DTYPE_KEY, Mutation(DTYPE_KEY.path, DTYPE_KEY.new, DTYPE_KEY.old))):
@@ -82,7 +82,7 @@ def test_a_served_check_prints_what_its_own_process_prints_after_each_edit(serve
 
 
 def test_a_served_check_fails_as_its_own_process_does(server):
-    base, log = server
+    base, log, _ = server
     served = _command(["check", "--registry", str(base / "missing.yaml")], _env(base), base)
     own = _command(["check", "--registry", str(base / "missing.yaml")], _env(base, **{resident.NO_SERVER_ENV: "1"}), base)
     assert served.returncode == own.returncode == 2
@@ -126,7 +126,7 @@ def test_serve_refuses_a_folder_others_may_open(tmp_path):
 
 
 def test_stop_and_status(server):
-    base, log = server
+    base, log, _ = server
     assert "listening" in _command(["serve", "--status"], _env(base), base).stdout
     assert "stopped" in _command(["serve", "--stop"], _env(base), base).stdout
     assert _command(["serve", "--status"], _env(base), base).returncode == 1
@@ -171,3 +171,12 @@ def test_kept_entries_are_dropped_when_no_recent_check_read_them(tmp_path):
     assert len(entries) == 1  # a warm check that read its whole-check entry alone keeps the rest
     entries.after_check({})
     assert len(entries) == 0
+
+
+def test_a_server_ended_by_a_signal_removes_its_socket(server):
+    base, log, proc = server
+    sockets = list((base / "run" / "kernel-ports").glob("*.sock"))
+    assert len(sockets) == 1
+    proc.terminate()
+    proc.wait(timeout=20)
+    assert not sockets[0].exists() and "stopped" in log()

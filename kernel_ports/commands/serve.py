@@ -50,6 +50,9 @@ def cmd_serve(args, run) -> int:
     if args.idle_minutes < 0:
         raise UsageError("kernel-ports serve: --idle-minutes must be 0 (never) or more")
     listener = _listen(stamp, path)
+    # ended by a signal (a terminal closed, `kill`), the server stops as on Ctrl-C and removes its socket
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    signal.signal(signal.SIGHUP, signal.default_int_handler)
     print(f"kernel-ports serve: listening on {path} for this installation; `check` and `facts` run here until "
           f"{_until(args.idle_minutes)} (Ctrl-C or `kernel-ports serve --stop` ends it)", file=sys.stderr, flush=True)
     try:
@@ -286,6 +289,8 @@ def _child(run, caller: resident.Channel, request: dict, report: resident.Channe
     try:
         os.setpgid(0, 0)
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
         _take_streams(caller.fds, request["streams"])
         os.chdir(request["cwd"])
         os.umask(request["umask"])
