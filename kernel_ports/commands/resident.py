@@ -118,9 +118,10 @@ def _stream(n: int, stream) -> tuple:
 
 def connect(stamp: Optional[str] = None) -> Optional[socket.socket]:
     """A connection to this installation's server, or None when none listens where only this user can reach."""
-    path = socket_path(stamp or installation_stamp())
-    if not private_folder(path.parent):
+    # the folder first: where no server ever listened, a command pays one lstat, not the stamp's walk
+    if not private_folder(socket_folder()):
         return None
+    path = socket_path(stamp or installation_stamp())
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.connect(str(path))
