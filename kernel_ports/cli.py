@@ -100,9 +100,10 @@ def _add_others(sub) -> None:
     port.add_argument("--write", action="store_true", help="write the files and the registry (default: print a unified diff)")
 
     init = sub.add_parser("init", help="write a registry for a tree that has none")
-    init.add_argument("--root", required=True, help="source tree to describe")
-    init.add_argument("--output", default=None, help="write the registry here (default: stdout)")
-    init.add_argument("--force", action="store_true", help="overwrite --output if it exists")
+    init.add_argument("--root", default=".", help="source tree to describe (default: the current folder)")
+    init.add_argument("--output", default=None, help="write the registry here (default: registry.yaml in the current "
+                      "folder, which `check` reads by default; `-` prints it)")
+    init.add_argument("--force", action="store_true", help="overwrite the output file if it exists")
     init.add_argument("--include", action="append", default=[], metavar="GLOB", help="source glob under the root (repeatable; default **)")
     init.add_argument("--exclude", action="append", default=[], metavar="GLOB", help="glob to leave out (repeatable)")
     init.add_argument("--define", action="append", default=[], metavar="NAME[=VALUE]", help="define for every parse (repeatable; replaces the inferred export-attribute defines)")

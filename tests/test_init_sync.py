@@ -91,7 +91,8 @@ def initialized(shared, tmp_path_factory):
     before = _snapshot(copy.root)
     out_dir = tmp_path_factory.mktemp("init-out")
     env = {**os.environ, "XDG_CACHE_HOME": str(xdg), "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run([sys.executable, "-m", "kernel_ports", "init", "--root", str(copy.root), *INIT_FLAGS],
+    proc = subprocess.run([sys.executable, "-m", "kernel_ports", "init", "--root", str(copy.root), "--output", "-",
+                           *INIT_FLAGS],
                           capture_output=True, text=True, env=env, cwd=str(out_dir))
     after = _snapshot(copy.root)
     return proc, before, after, out_dir, copy.root
@@ -153,15 +154,35 @@ def test_init_output_file_has_a_relative_root_and_refuses_to_overwrite(make, kp,
     assert code == 2 and "exists" in err and len(err.strip().splitlines()) == 1
 
 
+def test_init_with_no_flags_writes_the_registry_check_reads(make, kp, monkeypatch):
+    """A new user's first two commands, in the engine's folder: `init`, then `check`."""
+    copy = make()
+    monkeypatch.chdir(copy.root)
+    assert not (copy.root / "registry.yaml").exists()
+    code, stdout, err = kp("init")
+    assert code == 0 and stdout == "", err
+    assert f"wrote registry.yaml (root: {copy.root.resolve()})" in err
+    written = (copy.root / "registry.yaml").read_text(encoding="utf-8")
+    data = yaml.safe_load(written)
+    assert data["root"] == "." and len(data["kernels"]) == 8
+    code, out, err = kp("check")
+    assert code in (0, 1) and "checked" in out + err, err
+    assert "unanalyzable" not in out + err or " 0 files unanalyzable" in out + err
+    # a second `init` keeps the first one's file
+    code, _, err = kp("init")
+    assert code == 2 and "registry.yaml exists" in err and len(err.strip().splitlines()) == 1
+    assert (copy.root / "registry.yaml").read_text(encoding="utf-8") == written
+
+
 @pytest.mark.parametrize(
     "argv, words",
     [
-        (["init", "--root", "/nonexistent/engine"], "not a directory"),
-        (["init", "--root", str(ENGINE), "--config", "rocm"], "NAME=DEFINE"),
-        (["init", "--root", str(ENGINE), "--config", "rocm=1BAD"], "not a macro definition"),
-        (["init", "--root", str(ENGINE), "--include", "../outside/**"], "escapes the root"),
-        (["init", "--root", str(ENGINE), "--std", "c++2023x"], "--std"),
-        (["init"], "--root"),
+        (["init", "--root", "/nonexistent/engine", "--output", "-"], "not a directory"),
+        (["init", "--root", str(ENGINE), "--config", "rocm", "--output", "-"], "NAME=DEFINE"),
+        (["init", "--root", str(ENGINE), "--config", "rocm=1BAD", "--output", "-"], "not a macro definition"),
+        (["init", "--root", str(ENGINE), "--include", "../outside/**", "--output", "-"], "escapes the root"),
+        (["init", "--root", str(ENGINE), "--std", "c++2023x", "--output", "-"], "--std"),
+        (["init", "--root", str(ENGINE)], "registry.yaml exists"),  # (the tests run in the repository)
         (["sync", "--check", "--write"], "not allowed"),
     ],
 )

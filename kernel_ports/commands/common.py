@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+DEFAULT_REGISTRY = "registry.yaml"  # what every command reads, and `init` writes, with no flag naming a file
 
 
 class UsageError(Exception):
@@ -20,7 +21,7 @@ def registry_of(args):
     """The registry ``--registry`` (else ./registry.yaml) names, under ``--root``, with the ``--limit`` overrides."""
     from kernel_ports.registry.load import load_registry
 
-    registry_path = args.registry or "registry.yaml"
+    registry_path = args.registry or DEFAULT_REGISTRY
     if args.registry is None and not Path(registry_path).exists():
         raise UsageError("kernel-ports: no registry.yaml in the current directory; pass --registry FILE (or run `kernel-ports init`)")
     validated = None

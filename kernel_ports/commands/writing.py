@@ -1,14 +1,15 @@
 """The commands that write: `init` (a registry for a tree that has none), `sync` (the registry refreshed from
 the code, or today's findings added with ``--baseline``), `port` (a kernel's port for another backend). Without
-``--write`` (``--output`` for `init`) `sync` and `port` print the diff they would write."""
+``--write`` `sync` and `port` print the diff they would write; `init` writes ``./registry.yaml`` unless
+``--output`` names another file (``-``: print it)."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from kernel_ports.commands.common import (EXIT_CLEAN, EXIT_FINDINGS, UsageError, check_run_args, registry_of,
-                                          run_options, write_atomically)
+from kernel_ports.commands.common import (DEFAULT_REGISTRY, EXIT_CLEAN, EXIT_FINDINGS, UsageError, check_run_args,
+                                          registry_of, run_options, write_atomically)
 
 
 def cmd_port(args) -> int:
@@ -44,16 +45,19 @@ def cmd_init(args) -> int:
 
     check_run_args(args)
     _check_baseline_args(args)
-    if args.output is not None:
-        target = Path(args.output)
+    # with no --output the registry goes where `check` looks for it by default; `-` prints it
+    output = None if args.output == "-" else (args.output if args.output is not None else DEFAULT_REGISTRY)
+    if output is not None:
+        target = Path(output)
         if target.is_dir():
-            raise UsageError(f"kernel-ports: --output: is a directory: {args.output}")
+            raise UsageError(f"kernel-ports: --output: is a directory: {output}")
         if target.exists() and not args.force:
-            raise UsageError(f"kernel-ports: --output: {args.output} exists; pass --force to overwrite it, or use `kernel-ports sync`")
+            raise UsageError(f"kernel-ports: init: {output} exists; pass --force to overwrite it, "
+                             "`--output FILE` to write another, or use `kernel-ports sync`")
         if not target.parent.is_dir() and str(target.parent):
             raise UsageError(f"kernel-ports: --output: no such directory: {target.parent}")
     opts = InitOptions(
-        root=args.root, output=args.output, include=tuple(args.include), exclude=tuple(args.exclude),
+        root=args.root, output=output, include=tuple(args.include), exclude=tuple(args.exclude),
         defines=tuple(args.define), include_dirs=tuple(args.include_dir), configurations=tuple(args.config), std=args.std,
         compile_commands=args.compile_commands,
         helper_files=tuple(args.helper_file) if args.helper_file is not None else None,
@@ -77,14 +81,14 @@ def cmd_init(args) -> int:
                                     baseline=args.baseline, tracking=args.tracking or default_tracking())
     for line in lines:
         print(f"kernel-ports: init: {line}", file=sys.stderr)
-    if args.output is None:
+    if output is None:
         sys.stdout.write(text)
         return EXIT_CLEAN
     try:
-        write_atomically(Path(args.output), text)
+        write_atomically(Path(output), text)
     except OSError as exc:
-        raise UsageError(f"kernel-ports: --output: cannot write {args.output}: {exc.strerror}") from None
-    print(f"kernel-ports: init: wrote {args.output}", file=sys.stderr)
+        raise UsageError(f"kernel-ports: --output: cannot write {output}: {exc.strerror}") from None
+    print(f"kernel-ports: init: wrote {output} (root: {Path(args.root).resolve()})", file=sys.stderr)
     return EXIT_CLEAN
 
 
