@@ -44,17 +44,23 @@ def _command(args, env, cwd) -> subprocess.CompletedProcess:
                           text=True, timeout=300)
 
 
+def _start(base: Path, log_name: str = "serve.log"):
+    """A server for ``base``'s run folder, once it listens: (process, its log file, a reader of the log)."""
+    (base / "run").mkdir(mode=0o700, exist_ok=True)
+    log = open(base / log_name, "w")
+    proc = subprocess.Popen([sys.executable, "-m", "kernel_ports", "serve", "--idle-minutes", "5"],
+                            env=_env(base), cwd=base, stderr=log)
+    deadline = time.monotonic() + 30
+    while "listening" not in (base / log_name).read_text():
+        assert proc.poll() is None and time.monotonic() < deadline, (base / log_name).read_text()
+        time.sleep(0.05)
+    return proc, log, lambda: (base / log_name).read_text()
+
+
 @pytest.fixture()
 def server(tmp_path):
-    (tmp_path / "run").mkdir(mode=0o700)
-    log = open(tmp_path / "serve.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "kernel_ports", "serve", "--idle-minutes", "5"],
-                            env=_env(tmp_path), cwd=tmp_path, stderr=log)
-    deadline = time.monotonic() + 30
-    while "listening" not in (tmp_path / "serve.log").read_text():
-        assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "serve.log").read_text()
-        time.sleep(0.05)
-    yield tmp_path, lambda: (tmp_path / "serve.log").read_text(), proc
+    proc, log, read_log = _start(tmp_path)
+    yield tmp_path, read_log, proc
     proc.terminate()
     proc.wait(timeout=20)
     log.close()
@@ -180,3 +186,58 @@ def test_a_server_ended_by_a_signal_removes_its_socket(server):
     proc.terminate()
     proc.wait(timeout=20)
     assert not sockets[0].exists() and "stopped" in log()
+
+
+def _kept_entries(base: Path) -> int:
+    said = _command(["serve", "--status"], _env(base), base).stdout  # "... N command(s) run, M entries kept"
+    return int(said.rsplit(" entries kept", 1)[0].rsplit(" ", 1)[-1])
+
+
+def test_a_restarted_server_answers_its_first_check_from_what_the_last_one_read(server):
+    base, log, _ = server
+    copy = engine_copy(base / "tree")
+    args = ["check", "--registry", str(copy.registry_path), "--root", str(copy.root), "--format", "json"]
+    first = _command(args, _env(base), base)
+    assert " 0 of " in _served_lines(log())[-1]  # a new server with no memory reads every entry from its file
+    memory = list((base / "run" / "kernel-ports").glob("*.memory.json"))
+    assert len(memory) == 1 and memory[0].stat().st_mode & 0o777 == 0o600
+    assert "stopped" in _command(["serve", "--stop"], _env(base), base).stdout
+    proc, again, read_log = _start(base, "again.log")
+    try:
+        deadline = time.monotonic() + 60
+        while _kept_entries(base) == 0:  # it decodes what it remembered before any command
+            assert time.monotonic() < deadline, read_log()
+            time.sleep(0.2)
+        copy.apply(DTYPE_KEY)
+        served = _command(args, _env(base), base)
+        line = _served_lines(read_log())[-1]
+        assert " 0 of " not in line, line  # its first check took entries from memory
+        own = _command(args, _env(base, **{resident.NO_SERVER_ENV: "1"}), base)
+        assert (served.returncode, served.stdout, served.stderr) == (own.returncode, own.stdout, own.stderr)
+        assert served.stdout != first.stdout  # (the edit is seen: a dtype key gone)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+        again.close()
+
+
+def test_a_memory_file_that_is_not_a_servers_is_ignored(tmp_path):
+    folder = tmp_path / "run" / "kernel-ports"
+    folder.mkdir(parents=True, mode=0o700)
+    os.chmod(tmp_path / "run", 0o700)
+    for text in ("not json", "[1, 2]", '{"read": {"/etc/passwd": 3}, "modules": ["os; rm", 7]}'):
+        for old in folder.glob("*.memory.json"):
+            old.unlink()
+        env = _env(tmp_path)
+        stamp = subprocess.run([sys.executable, "-c", "from kernel_ports.commands import resident; "
+                                "print(resident.installation_stamp())"], env=env, capture_output=True, text=True,
+                               check=True).stdout.strip()
+        (folder / f"{stamp}.memory.json").write_text(text)
+        proc, log, read_log = _start(tmp_path)
+        try:
+            time.sleep(0.5)
+            assert _kept_entries(tmp_path) == 0 and proc.poll() is None, read_log()
+        finally:
+            proc.terminate()
+            proc.wait(timeout=20)
+            log.close()

@@ -63,6 +63,11 @@ def socket_path(stamp: str) -> Path:
     return socket_folder() / f"{stamp}.sock"
 
 
+def memory_path(stamp: str) -> Path:
+    """Where a server keeps, between its runs, what the last check imported and read (``serve.read_memory``)."""
+    return socket_folder() / f"{stamp}.memory.json"
+
+
 def private_folder(folder: Path) -> bool:
     """Whether ``folder`` is a real folder of this user that no one else may open (where a socket may be trusted)."""
     try:

@@ -12,6 +12,11 @@ the one the command would print by itself. What the server keeps:
 - the cache entries the last check read, decoded (:class:`kernel_ports.cache.resident.ResidentEntries`), which
   the next check takes instead of reading their files while the files are unchanged.
 
+Both lists are also written, as data, beside the socket (``<stamp>.memory.json``, in the same private folder), so a
+server started again imports and decodes them before its first command: a restarted server's first check is as
+quick as its later ones. A list naming an entry since rewritten or removed costs nothing: an entry stands for its
+file only while the file is unchanged.
+
 One command runs at a time; others wait. Only the user who started the server can reach it (its folder and
 socket are that user's alone, and each caller's user is checked). It stops after ``--idle-minutes`` without a
 command, on ``serve --stop``, or on Ctrl-C. It runs nothing a caller names but this package's commands.
@@ -24,7 +29,9 @@ from __future__ import annotations
 
 import gc
 import importlib
+import json
 import os
+import re
 import select
 import signal
 import socket
@@ -38,6 +45,8 @@ from kernel_ports.commands import resident
 from kernel_ports.commands.common import EXIT_ERROR, UsageError
 
 REQUEST_SECONDS = 10.0  # how long a caller has to send its request
+MEMORY_BYTES = 4 * 1024 * 1024  # the most of a memory file the server reads (a real engine's is ~40 KB)
+_MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 INTERRUPT_GRACE = 5.0  # seconds a check has to end after its caller was interrupted, before it is killed
 
 
@@ -56,7 +65,7 @@ def cmd_serve(args, run) -> int:
     print(f"kernel-ports serve: listening on {path} for this installation; `check` and `facts` run here until "
           f"{_until(args.idle_minutes)} (Ctrl-C or `kernel-ports serve --stop` ends it)", file=sys.stderr, flush=True)
     try:
-        Server(listener, args.idle_minutes * 60.0, run).run()
+        Server(listener, args.idle_minutes * 60.0, run, memory=resident.memory_path(stamp)).run()
     except KeyboardInterrupt:
         pass
     finally:
@@ -122,8 +131,9 @@ def _caller_is_this_user(conn: socket.socket) -> bool:
 
 
 class Server:
-    def __init__(self, listener: socket.socket, idle_seconds: float, run):
+    def __init__(self, listener: socket.socket, idle_seconds: float, run, memory=None):
         self.listener = listener
+        self.memory = memory  # where what the last check imported and read is kept across restarts (None: nowhere)
         self.run_command = run
         self.idle_seconds = idle_seconds
         self.entries = ResidentEntries()
@@ -133,6 +143,8 @@ class Server:
         # nothing the server keeps is ever freed by the cyclic collector (decoded entries hold no cycles), and a
         # collection in the server would walk every kept value; a check's process has it off as the command has
         gc.disable()
+        remembered = read_memory(memory) if memory is not None else {}
+        self._learn(remembered.get("read", {}), remembered.get("modules", []), count=False)
 
     def run(self) -> None:
         while self.running:
@@ -193,12 +205,49 @@ class Server:
             report = _watch(pid, channel.sock, resident.Channel(report_here))
         self.checks += 1
         read = report.get("read")
-        self.entries.after_check(read if type(read) is dict else {})
-        modules = report.get("modules")
-        self.modules = [m for m in (modules if type(modules) is list else ()) if type(m) is str and m not in sys.modules]
+        self._learn(read, report.get("modules"))
+        if self.memory is not None and type(read) is dict and read:
+            write_memory(self.memory, {"read": read, "modules": report.get("modules")})
         print(f"kernel-ports serve: {request['argv'][0]} in {request['cwd']}: exit {report.get('exit', '?')} in "
               f"{time.perf_counter() - start:.2f} s, {report.get('hits', 0)} of {len(read or ())} entries from memory",
               file=sys.stderr, flush=True)
+
+
+    def _learn(self, read, modules, count: bool = True) -> None:
+        """Keep what a check read (path -> key) and import what it imported, while the server is idle."""
+        read = {k: v for k, v in read.items() if type(k) is str and type(v) is str} if type(read) is dict else {}
+        if count or read:
+            self.entries.after_check(read)
+        self.modules = [m for m in (modules if type(modules) is list else ())
+                        if type(m) is str and _MODULE_NAME.fullmatch(m) and m not in sys.modules]
+
+
+def read_memory(path) -> dict:
+    """What a server of this installation remembered (``{"read": {path: key}, "modules": [name]}``), or {} when
+    there is none or it is not such data."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MEMORY_BYTES + 1)
+        memory = json.loads(data) if len(data) <= MEMORY_BYTES else None
+    except (OSError, ValueError):
+        return {}
+    return memory if type(memory) is dict else {}
+
+
+def write_memory(path, memory: dict) -> None:
+    """Replace the memory file whole (a server reading it at its start sees the old list or the new one)."""
+    part = f"{path}.{os.getpid()}.part"
+    try:
+        fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(memory, f)
+        os.replace(part, path)
+    except (OSError, TypeError, ValueError) as exc:
+        print(f"kernel-ports serve: cannot keep what the check read in {path}: {exc}", file=sys.stderr, flush=True)
+        try:
+            os.unlink(part)
+        except OSError:
+            pass
 
 
 def _import_quietly(name: str) -> None:
