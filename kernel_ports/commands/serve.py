@@ -144,7 +144,7 @@ class Server:
         # collection in the server would walk every kept value; a check's process has it off as the command has
         gc.disable()
         remembered = read_memory(memory) if memory is not None else {}
-        self._learn(remembered.get("read", {}), remembered.get("modules", []), count=False)
+        self._learn(remembered.get("read"), remembered.get("modules"))
 
     def run(self) -> None:
         while self.running:
@@ -212,12 +212,10 @@ class Server:
               f"{time.perf_counter() - start:.2f} s, {report.get('hits', 0)} of {len(read or ())} entries from memory",
               file=sys.stderr, flush=True)
 
-
-    def _learn(self, read, modules, count: bool = True) -> None:
-        """Keep what a check read (path -> key) and import what it imported, while the server is idle."""
-        read = {k: v for k, v in read.items() if type(k) is str and type(v) is str} if type(read) is dict else {}
-        if count or read:
-            self.entries.after_check(read)
+    def _learn(self, read, modules) -> None:
+        """Keep what a check read (path -> key; ``after_check`` keeps only strings) and import what it imported,
+        while the server is idle."""
+        self.entries.after_check(read if type(read) is dict else {})
         self.modules = [m for m in (modules if type(modules) is list else ())
                         if type(m) is str and _MODULE_NAME.fullmatch(m) and m not in sys.modules]
 
