@@ -175,6 +175,7 @@ def _kinds(hint):
 # the modules whose dataclasses an entry may hold (the front ends' results and the facts they are made of)
 _TYPE_MODULES = ("kernel_ports.facts", "kernel_ports.frontend.clang.model", "kernel_ports.frontend.witness",
                  "kernel_ports.frontend.hip", "kernel_ports.frontend.rust", "kernel_ports.findings",
+                 "kernel_ports.frontend.declarations",
                  "kernel_ports.frontend.device.build_model")
 TYPES = _Registry(_TYPE_MODULES)
 

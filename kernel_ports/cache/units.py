@@ -17,7 +17,7 @@ from kernel_ports import __version__
 from kernel_ports.cache import format as cachefmt
 
 # the sources whose every change can change what a front end records; the packages are globbed in code_digest
-_FRONT_END_SOURCES = ("facts.py", "frontend/witness.py", "frontend/hip.py", "frontend/rust.py",
+_FRONT_END_SOURCES = ("facts.py", "frontend/witness.py", "frontend/declarations.py", "frontend/hip.py", "frontend/rust.py",
                       "frontend/focus.py", "frontend/headers.py", "frontend/isolation.py", "cache/units.py")
 _FRONT_END_PACKAGES = ("index", "frontend/clang")
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 
 def _name_of_definition(node) -> str | None:
-    from kernel_ports.frontend.witness import _declarator_name, _function_declarator
+    from kernel_ports.frontend.declarations import _declarator_name, _function_declarator
 
     if node.type == "function_definition":
         _, inner = _function_declarator(node.child_by_field_name("declarator"))

@@ -21,13 +21,13 @@ exact text and the location of each piece are properties of the spelling.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from dataclasses import dataclass, field
 
 from tree_sitter import Parser
 
 from kernel_ports.facts import HipSource, Location
+from kernel_ports.frontend.declarations import Definition, _declarator_name, _text, definitions  # noqa: F401
 from kernel_ports.frontend.hip import cpp_parser, scan_body
 
 
@@ -66,28 +66,6 @@ class WitnessResult:
     @property
     def has_candidates(self) -> bool:
         return bool(self.candidates)
-
-
-@dataclass(frozen=True)
-class Definition:
-    """A namespace-level declaration as written: what it declares and every identifier its text mentions
-    (comments and strings included), for deciding which function bodies the Clang walk may leave unread
-    (:mod:`kernel_ports.frontend.focus`)."""
-
-    kind: str  # function | record | declaration | other
-    name: str  # the declared name (last segment), "" when none
-    first_line: int  # 1-based, the template header included
-    last_line: int
-    mentions: frozenset
-    declares: tuple = ()  # every name it declares: itself, fields, methods, enumerators, declarators
-    body: tuple | None = None  # (line, column) of the `{` of a free function's body (unqualified name)
-    result: str = ""  # a function's result type, its last identifier
-    members: tuple = ()  # a record's fields and methods (also in declares)
-    accessed: frozenset = frozenset()  # identifiers written after `.`, `->` or `::` (how a free function names a member)
-    availability: bool = False  # it mentions a `*_available` name (an availability test, whatever it is)
-    # (start, end) byte offsets of a free function's ``{ ... }`` when Clang can be given the function without it,
-    # should the focus leave the body unread (``hideable_body`` below); None otherwise
-    body_span: tuple | None = None
 
 
 @dataclass(frozen=True)
@@ -136,10 +114,6 @@ class WitnessNames:
             empty_macros=frozenset(d[:-1].strip() for d in registry.compile.defines
                                    if d.endswith("=") and re.fullmatch(r"[A-Za-z_]\w*", d[:-1].strip())),
         )
-
-
-def _text(node) -> str:
-    return node.text.decode("utf-8", "replace")
 
 
 def callee_name(fn_node) -> str | None:
@@ -202,21 +176,6 @@ def _string_pieces(node):
                 return None  # a macro or identifier between pieces: not a plain constant
             out.extend(sub)
         return out
-    return None
-
-
-def _declarator_name(node) -> str | None:
-    while node is not None:
-        if node.type in ("identifier", "field_identifier"):
-            return _text(node)
-        if node.type == "qualified_identifier":
-            node = node.child_by_field_name("name")
-            continue
-        nxt = node.child_by_field_name("declarator")
-        if nxt is None:
-            named = [c for c in node.named_children if c.type in ("identifier", "field_identifier")]
-            return _text(named[0]) if named else None
-        node = nxt
     return None
 
 
@@ -313,154 +272,6 @@ def error_lines(root) -> list:
             continue
         stack.extend(c for c in node.children if c.has_error)
     return sorted(out)
-
-
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# A function Clang needs the body of even where nothing calls it: a deduced result type (`auto`, `decltype(auto)`)
-# is typed from its body, a constexpr or consteval function may be evaluated anywhere
-_BODY_NEEDED = re.compile(rb"\b(?:auto|decltype|constexpr|consteval)\b")
-# what in a body reaches past it: a preprocessor directive (`#`, or the `%:` digraph) defines, undefines or
-# includes for the code after it; `_Pragma` may change how the code after it is read
-_BODY_REACHES_OUT = re.compile(rb"(?m)^[ \t]*(?:#|%:)|_Pragma\b")
-_ACCESSED = re.compile(r"(?:\.|->|::)\s*(?:template\s+)?([A-Za-z_][A-Za-z0-9_]*)")
-_SCOPES = {"translation_unit", "declaration_list", "namespace_definition", "linkage_specification", "preproc_if",
-           "preproc_ifdef", "preproc_else", "preproc_elif", "preproc_elifdef"}
-_RECORDS = {"struct_specifier", "class_specifier", "union_specifier", "enum_specifier"}
-
-
-def _declared_names(node) -> list:
-    out = []
-    for d in node.children_by_field_name("declarator"):
-        _, inner = _function_declarator(d)
-        name = _text(inner).split("::")[-1].split("<")[0].strip() if inner is not None else _declarator_name(d)
-        if name:
-            out.append(name)
-    return out
-
-
-def _record_names(record, members: list | None = None) -> list:
-    """The record's own name and what it declares inside (fields, methods, enumerators, nested types), bodies
-    of methods not entered; ``members`` receives the fields and methods."""
-    out = []
-    name = record.child_by_field_name("name")
-    if name is not None:
-        out.append(_text(name).split("::")[-1].split("<")[0].strip())
-    stack = [c for c in record.children if c.type in ("field_declaration_list", "enumerator_list")]
-    while stack:
-        node = stack.pop()
-        t = node.type
-        if t == "compound_statement":
-            continue
-        if t == "enumerator":
-            n = node.child_by_field_name("name")
-            if n is not None:
-                out.append(_text(n))
-            continue
-        if t in ("field_declaration", "declaration", "function_definition", "alias_declaration", "type_definition"):
-            names = _declared_names(node)
-            out.extend(names)
-            if members is not None and t in ("field_declaration", "declaration", "function_definition"):
-                members.extend(names)
-            if t == "alias_declaration" and node.child_by_field_name("name") is not None:
-                out.append(_text(node.child_by_field_name("name")))
-        if t in _RECORDS and node is not record:
-            n = node.child_by_field_name("name")
-            if n is not None:
-                out.append(_text(n).split("::")[-1].split("<")[0].strip())
-        stack.extend(node.named_children)
-    return out
-
-
-def _function_declarator(decl):
-    """(function_declarator, the name node inside it) of a function definition's declarator, through pointer and
-    reference declarators; (None, None) when there is none."""
-    node = decl
-    while node is not None and node.type != "function_declarator":
-        inner = node.child_by_field_name("declarator")
-        if inner is None:
-            named = [c for c in node.named_children if c.type.endswith("declarator")]
-            inner = named[0] if named else None
-        node = inner
-    if node is None:
-        return None, None
-    name = node.child_by_field_name("declarator")
-    return node, name
-
-
-def hideable_body(span, node, body) -> tuple | None:
-    """(start, end) of a free function's body when Clang can be given the function with the body blanked out:
-    nothing outside the body depends on its text (no deduced result, not constexpr or consteval, no directive or
-    ``_Pragma`` inside) and tree-sitter read the whole definition without an error. Blanked, a body the walk
-    leaves unread costs Clang nothing (frontend/clang/session.py checks each against Clang's own view)."""
-    if node.has_error or body.end_byte - body.start_byte < 2:
-        return None
-    head = span.text[: body.start_byte - span.start_byte]
-    inner = body.text[1:-1]
-    if body.text[-1:] != b"}" or _BODY_NEEDED.search(head) or _BODY_REACHES_OUT.search(inner):
-        return None
-    return body.start_byte, body.end_byte
-
-
-def definitions(root) -> tuple:
-    """The namespace-level declarations of a file (entering namespaces, linkage specifications, conditional
-    blocks and templates, never a function body) and the macros it defines."""
-    defs, macros = [], set()
-    stack = [(root, None)]
-    while stack:
-        node, outer = stack.pop()
-        t = node.type
-        if t in ("preproc_def", "preproc_function_def"):
-            n = node.child_by_field_name("name")
-            if n is not None:
-                macros.add(_text(n))
-            continue
-        if t == "template_declaration":
-            stack.extend((c, outer or node) for c in node.named_children)
-            continue
-        if t in _SCOPES:
-            stack.extend((c, outer) for c in node.named_children)
-            continue
-        if t in ("comment", "preproc_include", "template_parameter_list", "namespace_identifier") or not node.is_named:
-            continue
-        span = outer or node
-        text = _text(span)
-        mentions = frozenset(_IDENTIFIER.findall(text))
-        first, last = span.start_point.row + 1, span.end_point.row + 1
-        if t == "function_definition":
-            fdecl, inner = _function_declarator(node.child_by_field_name("declarator"))
-            name = _text(inner).split("::")[-1].split("<")[0].strip() if inner is not None else None
-            body = node.child_by_field_name("body")
-            free = (inner is not None and inner.type == "identifier" and fdecl is not None
-                    and body is not None and body.type == "compound_statement")
-            ty = node.child_by_field_name("type")
-            result = _IDENTIFIER.findall(_text(ty))[-1:] if ty is not None else []
-            defs.append(Definition("function", name or "", first, last, mentions, (name,) if name else (),
-                                   (body.start_point.row + 1, body.start_point.column + 1) if free else None,
-                                   result[0] if result else "",
-                                   accessed=frozenset(_ACCESSED.findall(text)) if free else frozenset(),
-                                   body_span=hideable_body(span, node, body) if free else None))
-        elif t in _RECORDS:
-            members: list = []
-            names = _record_names(node, members)
-            defs.append(Definition("record", names[0] if names else "", first, last, mentions, tuple(names),
-                                   members=tuple(members)))
-        elif t in ("declaration", "alias_declaration", "type_definition", "field_declaration"):
-            names = _declared_names(node)
-            if t == "alias_declaration" and node.child_by_field_name("name") is not None:
-                names.append(_text(node.child_by_field_name("name")))
-            ty = node.child_by_field_name("type")
-            result = _IDENTIFIER.findall(_text(ty))[-1:] if ty is not None else []
-            members = []
-            for c in node.named_children:
-                if c.type in _RECORDS:  # `struct S {...} s;` `typedef enum {...} E;`
-                    names.extend(_record_names(c, members))
-            defs.append(Definition("declaration", names[0] if names else "", first, last, mentions, tuple(names),
-                                   None, result[0] if result else "", members=tuple(members)))
-        else:
-            defs.append(Definition("other", "", first, last, mentions))
-        if "_available" in text:
-            defs[-1] = dataclasses.replace(defs[-1], availability=any(m.endswith("_available") for m in mentions))
-    return defs, macros
 
 
 def _declaration(node, names: WitnessNames, res: WitnessResult) -> None:

@@ -140,7 +140,7 @@ def _construct(node, names):
             return "port_table", None
         return None
     if t == "function_definition":
-        from kernel_ports.frontend.witness import _function_declarator
+        from kernel_ports.frontend.declarations import _function_declarator
 
         _, inner = _function_declarator(node.child_by_field_name("declarator"))
         fname = _text(inner).split("::")[-1].split("<")[0].strip() if inner is not None else ""

@@ -81,6 +81,70 @@ def test_what_is_left_unread():
     assert _unread_names() == {"padding", "member", "local", "main"}
 
 
+# What a read function names is read; what else names that is read only when a value the checker follows may pass
+# between them: through a followed function's parameters or result, or storage that can hold such a value.
+CHANNELS = r"""#include "eng.h"
+namespace mlx { namespace core { class array; } }
+namespace eng {
+struct Wrap { mlx::core::array inner; };
+struct Held { int mode = 0; };
+struct Derived : Held {};
+static Held g_held;
+static Derived g_derived;
+int takes_int(int x) { return x + 1; }
+int takes_wrap(const Wrap& w) { return (w.inner, 2); }
+int interesting(const Wrap& w) { return takes_int(static_cast<int>(gpu_kernel_backend())) + takes_wrap(w); }
+int passes_int() { return takes_int(3); }  // @int_sibling
+int sibling(const Wrap& w) { return takes_wrap(w); }  // @sibling
+int reads_inner(const Wrap& w) { return (w.inner, 1); }  // @inner
+void keeps_mode() { g_held.mode = static_cast<int>(gpu_kernel_backend()); g_derived.mode = 2; }
+bool tests_mode() { return g_held.mode == 2; }  // @field
+int reads_derived() { return g_derived.mode; }  // @base
+int names_wrap() { Wrap w; return sizeof(w); }  // @type
+}
+"""
+
+
+def _unread_channels(extra: str = ""):
+    names = wit.WitnessNames(factories={"metal_kernel": "metal"}, selector="select_kernel_port", has_port="has_kernel_port",
+                             table_type="KernelPorts", backend_queries=frozenset({"gpu_kernel_backend"}), seams=frozenset(),
+                             predicates=frozenset())
+    witnessed = {"eng.h": wit.witness("eng.h", HEADER.encode(), names),
+                 "ch.cpp": wit.witness("ch.cpp", CHANNELS.encode(), names),
+                 "extra.h": wit.witness("extra.h", extra.encode(), names)}
+    lines = {line for line, _ in focus.unread_bodies(witnessed, SEEDS, QUERIES).get("ch.cpp", ())}
+    marked = {m: next(i for i, t in enumerate(CHANNELS.splitlines(), 1) if f"@{m}" in t)
+              for m in ("sibling", "int_sibling", "inner", "field", "base", "type")}
+    return {m for m, line in marked.items() if line in lines}
+
+
+def test_what_passes_between_functions():
+    # `takes_wrap` is read (an interesting function calls it), but it takes only what holds nothing the checker
+    # follows (MLX's array, in a Wrap), so nothing it returns or tests can be such a value, and its other caller is
+    # left unread. `takes_int` may be given a query's value and test it, which decides what its callers return: its
+    # other caller is read. MLX's array member and the Wrap type named alone hold nothing followed either. An int
+    # member a query's value is stored in is followed to its readers, and so is one a base class brings.
+    assert _unread_channels() == {"sibling", "inner", "type"}
+    # negative control: a project type spelled like MLX's `array` could be anything, so `inner` may hold a
+    # followed value: its readers are read, and so is a caller of a function given a Wrap (naming the type alone
+    # passes nothing)
+    assert _unread_channels("namespace eng { struct array { int n = 0; }; }\n") == {"type"}
+
+
+def test_the_words_of_storage():
+    from kernel_ports.frontend.hip import cpp_parser
+
+    defs, _ = wit.definitions(cpp_parser().parse(CHANNELS.encode()).root_node)
+    by_name = {d.name: d for d in defs}
+    assert by_name["Wrap"].storage == (("inner", ("array", "core", "mlx")),) and by_name["Wrap"].types == ("Wrap",)
+    assert by_name["Derived"].storage[0][0] == ""  # the base class, kept as what the record inherits
+    assert by_name["takes_int"].functions == ("takes_int",) and by_name["takes_int"].parameters == (("int",),)
+    assert by_name["takes_wrap"].parameters == (("Wrap", "const"),)
+    assert by_name["g_held"].storage == (("g_held", ("Held", "static")),)
+    inert = focus.inert_storage(defs, {n for d in defs for n in d.declares})
+    assert "inner" in inert and not {"mode", "g_held", "g_derived"} & inert
+
+
 def _strip(doc):
     if isinstance(doc, dict):
         return {k: _strip(v) for k, v in doc.items() if k not in ("seconds", "cached")}
@@ -90,12 +154,20 @@ def _strip(doc):
 
 
 FOCUS_CASE = r'''#include <vector>
+#include "mlx/mlx.h"
 #include "turbo/gpu_backend.h"
 namespace mlxcel {
 static int g_focus_mode = 0;
 inline int focus_padding(const std::vector<int>& d) { return d.empty() ? 0 : d.back(); }
 void focus_init_mode() { g_focus_mode = static_cast<int>(gpu_kernel_backend()); }
 bool focus_mode_two() { return g_focus_mode == 2; }  // @test
+bool focus_param_two(int x) { return x == 2; }
+bool focus_from_query() { return focus_param_two(static_cast<int>(gpu_kernel_backend())); }
+bool focus_sibling() { return focus_param_two(3); }
+struct FocusWrap { mlx::core::array inner; };
+inline int focus_wrap_size(const FocusWrap& w) { return static_cast<int>(w.inner.size()); }
+int focus_reads_wrap(const FocusWrap& w) { return focus_wrap_size(w) + static_cast<int>(gpu_kernel_backend()); }
+int focus_wrap_sibling(const FocusWrap& w) { return focus_wrap_size(w); }
 }  // namespace mlxcel
 '''
 
@@ -122,15 +194,19 @@ def both(tmp_path_factory):
 def test_focused_walk_leaves_padding_unread(both):
     _, _, focused, full = both
     unread = {info.name for info in focused.functions.values() if not info.body_walked}
-    assert unread and all("shape_rule" in n or n == "focus_padding" for n in unread), sorted(unread)[:10]
+    assert unread and all("shape_rule" in n or n in ("focus_padding", "focus_wrap_sibling") for n in unread), \
+        sorted(unread)[:10]
+    # it calls a read function that can be given nothing the checker follows; `focus_sibling` calls one that may
+    # be given a query's value, whose test of it decides what its callers return
+    assert "focus_wrap_sibling" in unread and "focus_sibling" not in unread
     assert all(info.body_walked for info in full.functions.values())
 
 
 def test_same_facts(both):
     _, _, focused, full = both
     assert _strip(focused.to_json()) == _strip(full.to_json())
-    line = FOCUS_CASE.splitlines().index(next(t for t in FOCUS_CASE.splitlines() if "@test" in t)) + 1
-    assert [t.loc.line for t in focused.backend_tests if t.loc.path.endswith("focus_case.cpp")] == [line]
+    lines = [i for i, t in enumerate(FOCUS_CASE.splitlines(), 1) if "@test" in t or "x == 2" in t]
+    assert sorted(t.loc.line for t in focused.backend_tests if t.loc.path.endswith("focus_case.cpp")) == lines
 
 
 def test_same_findings(both):

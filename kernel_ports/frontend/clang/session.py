@@ -13,7 +13,7 @@ and the file parsed without it.
 Unread bodies given blank
 -------------------------
 The bodies the walk leaves unread (``frontend/focus.py``) that nothing outside
-depends on (``witness.hideable_body``) are blanked in the text Clang is given,
+depends on (``declarations.hideable_body``) are blanked in the text Clang is given,
 every byte but line ends a space, so lines, columns and offsets stay: a fifth
 of Clang's time on a padded launcher. The blanks are made only in a file that
 still holds the text the witness read, and checked after the walk: each must
