@@ -21,9 +21,11 @@ with -- and every identifier its text mentions). Three sets grow to a fixpoint:
   a valued one calls that can be given such a value (a parameter written with
   other than inert words, below);
 * *followed* names, every mention of which is valued: the seeds, what a valued
-  declaration declares (its types apart: naming a type passes nothing), a
-  function a valued one calls that can be given the value (its result may be
-  the value, or a test in it decides what its callers return), and the
+  declaration declares (but its types: naming a type passes nothing; a forced
+  record's own name is followed, as its constructor may take the backend enum,
+  whose tests are judged by what every caller passes), a function a valued one
+  calls that can be given the value (its result may be the value, or a test in
+  it decides what its callers return), and the
   storage a read declaration names that may hold such a value: not *inert*,
   written only with MLX's array and stream, standard containers and smart
   pointers of those, locks, and project records made only of such fields;
@@ -216,7 +218,7 @@ def _read(defs: list, mentions: list, forced: list, seed_names: set, kinds: tupl
     """Which declarations are read: the fixpoint of the module docstring's rules, over three sets. ``read``: the
     declarations whose text the walk reads. ``valued``: those a value the checker follows may be in (the forced,
     those that mention a followed name, and the functions a valued one calls, which it may pass such a value).
-    ``followed``: the names every mention of which is read (what a valued declaration declares, the functions a
+    ``followed``: the names every mention of which is valued (what a valued declaration declares, the functions a
     valued one calls, whose result may then be such a value or decide a test, the seeds, and the storage a read
     declaration names)."""
     channels, functions, methods, types, receives = kinds
@@ -235,7 +237,9 @@ def _read(defs: list, mentions: list, forced: list, seed_names: set, kinds: tupl
     followed: set = set()
     to_value = [i for i, f in enumerate(forced) if f]
     to_read: list = []
-    to_follow = list(seed_names)
+    # a forced record's own name too: its constructor may take the backend enum, whose tests are judged by what
+    # every caller passes
+    to_follow = list(seed_names) + [n for i in to_value for n in defs[i][1].declares]
     while to_read or to_follow or to_value:
         while to_value:
             i = to_value.pop()
