@@ -108,10 +108,10 @@ def inert_words(defs: list, declared: set) -> frozenset:
     return frozenset(words | inert_records)
 
 
-def inert_storage(defs: list, declared: set) -> frozenset:
-    """The storage names whose every declaration is written with inert words only (:func:`inert_words`); an
-    enumerator, or storage written with no words, never is."""
-    ok = inert_words(defs, declared)
+def inert_storage(defs: list, declared: set, ok: frozenset | None = None) -> frozenset:
+    """The storage names whose every declaration is written with inert words only (``ok``, else
+    :func:`inert_words`); an enumerator, or storage written with no words, never is."""
+    ok = inert_words(defs, declared) if ok is None else ok
     by_name: dict = {}  # storage name -> [the words of each declaration]
     for d in defs:
         for n, w in d.storage:
@@ -184,16 +184,17 @@ def foreign_roots(defs: list) -> frozenset:
 def _channels(defs: list, declared: set) -> tuple:
     """(the declared names a value the checker follows may be kept in: storage that is not inert, and any name
     whose kind the witness could not tell; the names of functions that are not constructors)."""
-    told = {n for d in defs for n in (*d.functions, *d.types)} | {n for d in defs for n, _ in d.storage}
     storage = {n for d in defs for n, _ in d.storage}
     types = {n for d in defs for n in d.types}
-    functions = {n for d in defs for n in d.functions} - types
+    named_functions = {n for d in defs for n in d.functions}
+    told = storage | types | named_functions
+    functions = named_functions - types
     methods = {n for d in defs if d.kind == "record" for n in d.functions} - types
     ok = inert_words(defs, declared)
     # whether a declaration may be given a followed value: not a function all of whose parameters are inert
     receives = [d.kind not in ("function", "declaration") or d.parameters is None
                 or any(not w or not set(w) <= ok for w in d.parameters) for d in defs]
-    return (storage - inert_storage(defs, declared)) | (declared - told), functions, methods, types, receives
+    return (storage - inert_storage(defs, declared, ok)) | (declared - told), functions, methods, types, receives
 
 
 def _forced(witnessed: dict, defs: list, seed_names: set, macros: set) -> list:
