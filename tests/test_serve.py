@@ -87,6 +87,31 @@ def test_a_served_check_prints_what_its_own_process_prints_after_each_edit(serve
     assert " 0 of " not in last, last  # the later checks took entries from memory
 
 
+def _hits(line: str) -> tuple:
+    """(entries from memory, entries read) of a served check's log line: "... H of N entries from memory"."""
+    said = line.rsplit(" entries from memory", 1)[0].split()
+    return int(said[-3]), int(said[-1])
+
+
+def test_the_check_after_a_cold_one_takes_what_the_cold_one_stored_from_memory(server):
+    base, log, _ = server
+    copy = engine_copy(base / "tree")
+    args = ["check", "--registry", str(copy.registry_path), "--root", str(copy.root), "--format", "json"]
+    _command(args, _env(base), base)  # cold: every unit parsed, nothing read from the cache
+    deadline = time.monotonic() + 60
+    while _kept_entries(base) == 0:
+        assert time.monotonic() < deadline, log()
+        time.sleep(0.2)
+    time.sleep(1.0)  # (the rest decoded while nothing waits)
+    copy.apply(DTYPE_KEY)  # one launcher edited: every other unit's parse is read from the cache
+    served = _command(args, _env(base), base)
+    hits, read = _hits(_served_lines(log())[-1])
+    # the unchanged units' parses and their function groups, stored by the cold check's parser processes
+    assert hits >= read // 2 and read - hits < 20, (hits, read)
+    own = _command(args, _env(base, **{resident.NO_SERVER_ENV: "1"}), base)
+    assert (served.returncode, served.stdout, served.stderr) == (own.returncode, own.stdout, own.stderr)
+
+
 def test_a_served_check_fails_as_its_own_process_does(server):
     base, log, _ = server
     served = _command(["check", "--registry", str(base / "missing.yaml")], _env(base), base)
@@ -164,6 +189,26 @@ def test_a_kept_entry_answers_only_for_its_unchanged_file_and_once_a_check(tmp_p
     entries.begin_check()
     reads.clear()
     assert entries.read_entry(path, key, read_file) == ["second"] and reads == [path]
+
+
+def test_an_entry_a_check_stored_is_kept_with_the_entries_it_names(tmp_path):
+    entries = ResidentEntries()
+    group, group_key = _entry(tmp_path, "g", ["a group"])
+    unit, unit_key = _entry(tmp_path, "u", ["a unit"])
+    entries.begin_check()
+    entries.wrote(unit, unit_key)  # stored, never read: a cold check's parse
+    entries.after_check(entries.read)
+    names = lambda where, value: [(group, group_key)] if where == unit else []
+    while entries.waiting():
+        entries.decode_one(cachefmt.read_entry_file, names)
+    assert len(entries) == 2
+    never = lambda p, k: pytest.fail(f"{p} read from its file")
+    entries.begin_check()
+    assert entries.read_entry(unit, unit_key, never) == ["a unit"]
+    assert entries.read_entry(group, group_key, never) == ["a group"]  # named by the unit: decoded with it
+    for _ in range(ResidentEntries.KEEP_CHECKS):
+        entries.after_check({})
+    assert len(entries) == 0  # a named entry is kept as long as the entry naming it
 
 
 def test_kept_entries_are_dropped_when_no_recent_check_read_them(tmp_path):

@@ -323,7 +323,17 @@ def write_entries(places: list, value) -> bool:
 
 def write_encoded(path: Path, key: str, body: bytes, digest: str) -> bool:
     """Store a body made by :func:`encode_body` at ``path`` under ``key``."""
-    return _write_atomically(path, _with_head(key, body, digest))
+    if not _write_atomically(path, _with_head(key, body, digest)):
+        return False
+    note_written(path, key)
+    return True
+
+
+def note_written(path, key: str) -> None:
+    """In a served check, an entry this check (or a parser process of it) stored: the next check is likely to read
+    it, so the server decodes it meanwhile."""
+    if RESIDENT is not None:
+        RESIDENT.wrote(path, key)
 
 
 def _write_atomically(path: Path, data: bytes) -> bool:

@@ -2,8 +2,9 @@
 
 A served check runs in a process forked from the server for that one check (:mod:`kernel_ports.commands.serve`),
 so what it does to the values it is handed never reaches the server. Before it starts, the server holds, decoded,
-the entries the check before read; the check takes each from there instead of reading and decoding its file, and
-says at its end which entries it read, which the server then decodes for the next one.
+the entries the check before read or stored; the check takes each from there instead of reading and decoding its
+file, and says at its end which entries it read or stored (its parser processes' too), which the server then decodes
+for the next one, with the entries those name (a unit's parse, its function groups).
 
 A kept value stands for its file while the file's identity is what it was when it was decoded: the same key, the
 same inode, size and modification time. A cache writer replaces a file whole (``os.replace``), which gives it a new
@@ -45,7 +46,7 @@ class ResidentEntries:
         self._waiting: dict = {}  # path -> key, to decode when the server is idle
         self._checks = 0
         self._given: set = set()  # paths handed out in the current check
-        self.read: dict = {}  # path -> key of every entry the current check asked for
+        self.read: dict = {}  # path -> key of every entry the current check asked for or stored
         self.hits = 0
 
     def __len__(self) -> int:
@@ -62,6 +63,11 @@ class ResidentEntries:
             return kept[2]
         return read_file(path, key)
 
+    def wrote(self, path, key: str) -> None:
+        """An entry the current check stored (itself, or a parser process of it): the next check is likely to read
+        it, so it is kept like one read (a cold check reads nothing, and the edit after it would find nothing kept)."""
+        self.read[os.fspath(path)] = key
+
     def begin_check(self) -> None:
         """In the check's own process: nothing handed out or read yet."""
         self._given, self.read, self.hits = set(), {}, 0
@@ -71,10 +77,7 @@ class ResidentEntries:
         self._checks += 1
         for where, key in read.items():
             if type(where) is str and type(key) is str:
-                self._last_read[where] = self._checks
-                kept = self._kept.get(where)
-                if kept is None or kept[1] != key or kept[0] != _identity(where):
-                    self._waiting[where] = key
+                self._want(where, key, self._checks)
         stale = self._checks - self.KEEP_CHECKS
         for where in [w for w, n in self._last_read.items() if n <= stale]:
             self._forget(where)
@@ -93,12 +96,22 @@ class ResidentEntries:
     def waiting(self) -> int:
         return len(self._waiting)
 
-    def decode_one(self, read_file: Callable) -> None:
-        """Decode one entry waiting to be (a missing or damaged one is not kept)."""
+    def decode_one(self, read_file: Callable, names: Optional[Callable] = None) -> None:
+        """Decode one entry waiting to be (a missing or damaged one is not kept). ``names(path, value)``: the
+        entries (path, key) a decoded value names, which whoever reads it reads next (a unit's parse names its
+        function groups): those are decoded too."""
         where, key = self._waiting.popitem()
         identity = _identity(where)
         value = read_file(where, key) if identity is not None else None
         if value is not None and _identity(where) == identity:  # (not replaced while it was read)
             self._kept[where] = (identity, key, value)
+            for other, other_key in (names(where, value) if names is not None else ()):
+                self._want(os.fspath(other), other_key, self._last_read.get(where, self._checks))
         else:
             self._kept.pop(where, None)
+
+    def _want(self, where: str, key: str, check: int) -> None:
+        self._last_read[where] = max(check, self._last_read.get(where, 0))
+        kept = self._kept.get(where)
+        if kept is None or kept[1] != key or kept[0] != _identity(where):
+            self._waiting[where] = key

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 import zlib
 from pathlib import Path
 from typing import Optional
@@ -112,6 +113,12 @@ class FileCache:
             self._shared[seen] = key
         return key
 
+    def note_stored(self, key: str) -> None:
+        """An entry a parser process stored under ``key`` for this check (see :func:`cachefmt.note_written`)."""
+        p = self._path(key)
+        if p is not None:
+            cachefmt.note_written(p, key)
+
     def has(self, key: str) -> bool:
         """Whether an entry file is there (not whether it is valid: reading it says that)."""
         p = self._path(key)
@@ -152,6 +159,18 @@ def cached_parse(cache: FileCache, key: str, hashes: dict, shared: dict):
 
 def _unit_entry(entry) -> bool:
     return type(entry) is tuple and len(entry) == 4 and type(entry[0]) is dict
+
+
+_KEY = re.compile(r"[0-9a-f]{64}")
+
+
+def named_entries(path, value) -> list:
+    """The entries (path, key) a unit's entry at ``path`` names: its function groups, in the same cache folder
+    (what :func:`cached_parse` reads after it). Anything else names none."""
+    if not _unit_entry(value) or type(value[3]) is not list:
+        return []
+    folder = Path(path).parent.parent
+    return [(folder / k[:2] / f"{k}.json", k) for k in value[3] if type(k) is str and _KEY.fullmatch(k)]
 
 
 def store_parse(cache: FileCache, key: str, rel: str, res, hashes: dict) -> None:

@@ -9,7 +9,7 @@ the one the command would print by itself. What the server keeps:
 
 - the modules a check imported (the first check imports them; the server then does, so every later check
   finds them imported);
-- the cache entries the last check read, decoded (:class:`kernel_ports.cache.resident.ResidentEntries`), which
+- the cache entries the last check read or stored, decoded (:class:`kernel_ports.cache.resident.ResidentEntries`), which
   the next check takes instead of reading their files while the files are unchanged.
 
 Both lists are also written, as data, beside the socket (``<stamp>.memory.json``, in the same private folder), so a
@@ -41,6 +41,7 @@ import time
 
 from kernel_ports.cache import format as cachefmt
 from kernel_ports.cache.resident import ResidentEntries
+from kernel_ports.cache.units import named_entries
 from kernel_ports.commands import resident
 from kernel_ports.commands.common import EXIT_ERROR, UsageError
 
@@ -157,7 +158,7 @@ class Server:
             elif self.modules:
                 _import_quietly(self.modules.pop(0))
             elif busy:
-                self.entries.decode_one(cachefmt.read_entry_file)
+                self.entries.decode_one(cachefmt.read_entry_file, named_entries)
             else:
                 return  # idle for too long
 

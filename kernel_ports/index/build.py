@@ -138,7 +138,7 @@ def _index(run: _Run, parsing: Parsing, cpp_files: list) -> None:
     results = _cached_or_started(index, parsing, cache, wanted, hashes, run.t_start)
     table = FunctionTable()
     table.add(results)  # while the changed units parse
-    _record_parses(index, parsing.finish(), results)
+    _record_parses(index, cache, parsing.finish(), results)
     if parsing.early is not None and parsing.early.is_alive():
         prelude.join_early(parsing.early, 0)  # nothing was parsed after all (every unit came from the cache)
     index.clang_files = sorted((r.path, r.configuration) for r in results if r.ok)
@@ -192,7 +192,7 @@ def _cached_or_started(index, parsing: Parsing, cache: FileCache, wanted: list, 
     return results
 
 
-def _record_parses(index, out: dict, results: list) -> None:
+def _record_parses(index, cache: FileCache, out: dict, results: list) -> None:
     """Each pool reply: a result (the worker kept it in the cache when the parse succeeded) or a KP901 record."""
     for (rel, cname, key), (status, res) in sorted(out.items()):
         if status != "ok":
@@ -202,4 +202,6 @@ def _record_parses(index, out: dict, results: list) -> None:
             continue
         if not res.ok:
             index.unanalyzable.append((rel, limits.parse_reason(res.error, cname)))
+        else:
+            cache.note_stored(key)  # the worker kept it there
         results.append(res)
