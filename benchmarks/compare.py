@@ -12,9 +12,9 @@ median of each pair's difference (after - before).
 
 Each side runs a byte-compiled copy of its checkout's package, as ``run.py`` times one (``--source``: the
 checkouts as they are). Without ``--registry`` the generated tree of ``run.py`` (40 launchers) is used. ``--scenario one-file``: each
-checkout keeps a cache directory of its own, filled by two checks first; each run appends a comment to one file
-(``--touch``, relative to the tree's root; by default the generated tree's ``*_g0.cpp``), as ``run.py`` does, and
-the file is restored at the end.
+checkout keeps a cache directory of its own, filled by two checks first; each run appends a comment (``--edit code``:
+a new inline function) to one file (``--touch``, relative to the tree's root; by default the generated tree's
+``*_g0.cpp``), as ``run.py`` does, and the file is restored at the end.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from generate import generate  # noqa: E402
-from run import _timed, check_command, default_touch, installed_copy, registry_root  # noqa: E402
+from run import EDIT_KINDS, _edited, _timed, check_command, default_touch, installed_copy, registry_root  # noqa: E402
 
 
 def _check(checkout: Path, registry: Path, jobs: int, cache: Path) -> tuple[list, dict]:
@@ -47,22 +47,25 @@ def cold_run(checkout: Path, registry: Path, jobs: int, cache: Path) -> tuple[fl
     return wall, cpu
 
 
-def one_file_run(checkout: Path, registry: Path, jobs: int, cache: Path, touch: Path, edit: str) -> tuple[float, float]:
-    """(wall s, CPU s) of one check of ``checkout``'s code after ``edit`` was appended to ``touch``."""
+def one_file_run(checkout: Path, registry: Path, jobs: int, cache: Path, touch: Path, n: int,
+                 kind: str = "comment") -> tuple[float, float]:
+    """(wall s, CPU s) of one check of ``checkout``'s code after edit ``n`` of ``kind`` was appended to ``touch``
+    (``run.py``'s edits: a comment, or a new inline function)."""
     cmd, env = _check(checkout, registry, jobs, cache)
     if not cache.is_dir():
         for _ in range(2):
             _timed(cmd, env)
     original = touch.read_bytes()
     try:
-        touch.write_bytes(original + f"\n// {edit}\n".encode())
+        _edited(touch, n, kind)
         wall, cpu, _, _, _ = _timed(cmd, env)
     finally:
         touch.write_bytes(original)
     return wall, cpu
 
 
-def compare(before: Path, after: Path, registry: Path, pairs: int, jobs: int, work: Path, touch: Path | None = None) -> dict:
+def compare(before: Path, after: Path, registry: Path, pairs: int, jobs: int, work: Path, touch: Path | None = None,
+            edit: str = "comment") -> dict:
     runs = {"before": [], "after": []}
     sides = {"before": before, "after": after}
     for i in range(pairs):
@@ -71,7 +74,7 @@ def compare(before: Path, after: Path, registry: Path, pairs: int, jobs: int, wo
                 runs[side].append(cold_run(sides[side], registry, jobs, work / "cache"))
             else:
                 runs[side].append(one_file_run(sides[side], registry, jobs, work / f"cache-{side}", touch,
-                                               f"edit {i} {side}"))
+                                               2 * i + (side == "after"), edit))
     return runs
 
 
@@ -102,6 +105,8 @@ def main(argv=None) -> int:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--scenario", choices=("cold", "one-file"), default="cold")
     parser.add_argument("--touch", default=None, help="one-file: the file (relative to the root) each run edits")
+    parser.add_argument("--edit", choices=EDIT_KINDS, default="comment",
+                        help="one-file: what each edit appends (run.py --edit: a comment, or code: a new inline function)")
     parser.add_argument("--source", action="store_true", help="run the checkouts as they are, not compiled copies")
     args = parser.parse_args(argv)
     for checkout in (args.before, args.after):
@@ -123,7 +128,7 @@ def main(argv=None) -> int:
         if not args.source:
             before = installed_copy(before / "kernel_ports", work / "before")
             after = installed_copy(after / "kernel_ports", work / "after")
-        report(compare(before, after, registry, args.pairs, args.jobs, work, touch))
+        report(compare(before, after, registry, args.pairs, args.jobs, work, touch, args.edit))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

@@ -137,15 +137,9 @@ def deps_key(key: str, deps: dict) -> str:
 def cached_parse(cache: FileCache, key: str, hashes: dict, shared: dict):
     """The cached Clang result of a unit under ``key``, valid for the current contents of the files it read, or None.
     ``shared``: the function groups of project headers decoded so far in this run, by key (see :func:`store_parse`)."""
-    entry = cache.get(key)
-    if not _unit_entry(entry):
+    entry = _current_entry(cache, key, hashes)
+    if entry is None:
         return None
-    if not all(hashes.get(d) == h for d, h in entry[0].items()):
-        # an unchanged file includes the same headers: look for the entry
-        # parsed with the headers' current contents
-        entry = cache.get(deps_key(key, {d: hashes.get(d) for d in entry[0]}))
-        if not _unit_entry(entry):
-            return None
     deps, tu_res, runs, group_keys = entry
     if all(hashes.get(d) == h for d, h in deps.items()):
         functions = _joined_functions(cache, tu_res.functions, runs, group_keys, shared)
@@ -155,6 +149,27 @@ def cached_parse(cache: FileCache, key: str, hashes: dict, shared: dict):
         tu_res.cached = True
         return tu_res
     return None
+
+
+def _current_entry(cache: FileCache, key: str, hashes: dict):
+    """The unit entry under ``key`` made with the current contents of the files it read, or None."""
+    entry = cache.get(key)
+    if not _unit_entry(entry):
+        return None
+    if not all(hashes.get(d) == h for d, h in entry[0].items()):
+        # an unchanged file includes the same headers: look for the entry
+        # parsed with the headers' current contents
+        entry = cache.get(deps_key(key, {d: hashes.get(d) for d in entry[0]}))
+        if not _unit_entry(entry):
+            return None
+    return entry
+
+
+def has_current_parse(cache: FileCache, key: str, hashes: dict) -> bool:
+    """Whether a unit entry under ``key`` was made with the current contents of the files it read (its function
+    groups are not looked at: a lost one makes the parse start late, as any damaged entry does)."""
+    entry = _current_entry(cache, key, hashes)
+    return entry is not None and all(hashes.get(d) == h for d, h in entry[0].items())
 
 
 def _unit_entry(entry) -> bool:

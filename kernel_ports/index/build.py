@@ -23,7 +23,7 @@ from kernel_ports.cache import format as cachefmt
 from kernel_ports.facts import ParseQuality
 from kernel_ports.frontend import clang, headers, witness as wit
 from kernel_ports.index import plan, prelude, scan
-from kernel_ports.cache.units import FRONTEND_VERSION, FileCache, cached_parse, dir_key, sha
+from kernel_ports.cache.units import FRONTEND_VERSION, FileCache, cached_parse, dir_key, has_current_parse, sha
 from kernel_ports.index.compiled import compiled_bodies
 from kernel_ports.index.join import FunctionTable
 from kernel_ports.index.merge import merge_results
@@ -121,21 +121,33 @@ def _index(run: _Run, parsing: Parsing, cpp_files: list) -> None:
         clang.builtin_include_dir()
         clang.system_cxx_headers()
         index.headers["libclang"] = clang.libclang().label  # which libclang judged the tree (cache keys hold it)
-    unread, hidden = {}, {}
-    if tus and plan.FOCUS:
-        unread, hidden = plan.unread_bodies_of_tree(registry, cache, cpp_files, hashes, names, names_key, witnessed,
-                                            definitions, parser)
-    tu_unread, tu_sees, jobs_wanted = plan.parse_jobs_wanted(registry, tus, wgraph, witnessed, unread)
-
     # ---- 3. Clang parses (cache, prelude, pool)
     comp_key = _compile_key(registry, conv, root, cc, run.withheld)
-    parsing.units = UnitJobs(registry=registry, root=root, conv=conv, by_path=by_path, known=known, cc=cc,
-                             fault_map=plan.faults(), tu_unread=tu_unread, withheld=run.withheld,
-                             tu_weight=_weights(registry, tus, wgraph, by_path, witnessed), hidden=hidden)
-    wanted = [(rel, conf, sha(f"c|{comp_key}|{conf.name}|{conf.defines}|{rel}|{hashes[rel]}|"
-                              f"{sha(repr(sorted(tu_unread[rel])).encode())}|{tu_sees[rel]}".encode()))
-              for rel, conf in jobs_wanted]
-    results = _cached_or_started(index, parsing, cache, wanted, hashes, run.t_start)
+    weights = _weights(registry, tus, wgraph, by_path, witnessed)
+
+    def jobs_of(unread: dict, hidden: dict) -> tuple:
+        """(what the parse jobs share, [(unit, configuration, cache key)]) when the walks may leave ``unread``."""
+        tu_unread, tu_sees, jobs_wanted = plan.parse_jobs_wanted(registry, tus, wgraph, witnessed, unread)
+        units = UnitJobs(registry=registry, root=root, conv=conv, by_path=by_path, known=known, cc=cc,
+                         fault_map=plan.faults(), tu_unread=tu_unread, withheld=run.withheld, tu_weight=weights,
+                         hidden=hidden)
+        return units, [(rel, conf, sha(f"c|{comp_key}|{conf.name}|{conf.defines}|{rel}|{hashes[rel]}|"
+                                       f"{sha(repr(sorted(tu_unread[rel])).encode())}|{tu_sees[rel]}".encode()))
+                       for rel, conf in jobs_wanted]
+
+    unread, hidden, ahead = {}, {}, set()
+    if tus and plan.FOCUS:
+        tree_focus = plan.TreeFocus(registry, cache, cpp_files, hashes, names, names_key, witnessed, definitions,
+                                    parser)
+        guess = tree_focus.guess()
+        if guess is not None:  # an edit: its units start parsing while the focus is decided again
+            edited = plan.units_seeing(tus, wgraph, set(tree_focus.changed))
+            ahead = _start_ahead(parsing, cache, hashes, edited, *jobs_of(*guess))
+        unread, hidden = tree_focus.result()
+    parsing.units, wanted = jobs_of(unread, hidden)
+    if ahead:
+        parsing.withdraw(ahead - {(rel, conf.name, key) for rel, conf, key in wanted})
+    results = _cached_or_started(index, parsing, cache, wanted, hashes, run.t_start, ahead)
     table = FunctionTable()
     table.add(results)  # while the changed units parse
     _record_parses(index, cache, parsing.finish(), results)
@@ -167,14 +179,30 @@ def _compile_key(registry, conv, root: Path, cc: dict, withheld: tuple) -> str:
                      clang.libclang().key)).encode())[:24]
 
 
-def _cached_or_started(index, parsing: Parsing, cache: FileCache, wanted: list, hashes: dict, t_start: float) -> list:
-    """The cached results of ``wanted``, in order; the parses of the rest started in ``parsing``. A unit without
-    an entry starts parsing before any entry is decoded; one whose entry turns out stale or damaged, after."""
-    fault_map = parsing.units.fault_map
-    sure = [(rel, conf, key) for rel, conf, key in wanted if rel in fault_map or not cache.has(key)]
+def _start_ahead(parsing: Parsing, cache: FileCache, hashes: dict, edited: set, units: UnitJobs, guessed: list) -> set:
+    """Start the parses the focus's guess wants of the units that see an ``edited`` file and have no entry made
+    with the current contents of the files they read; their pool keys. Each counts only if the focus then wants
+    the same job (the same key: the same unit, configuration, contents and unread bodies)."""
+    parsing.units = units
+    sure = [(rel, conf, key) for rel, conf, key in guessed if rel in edited
+            and (rel in units.fault_map or not has_current_parse(cache, key, hashes))]
     if sure:
         parsing.start(sure)
-    started = {key for _, _, key in sure}
+    return {(rel, conf.name, key) for rel, conf, key in sure}
+
+
+def _cached_or_started(index, parsing: Parsing, cache: FileCache, wanted: list, hashes: dict, t_start: float,
+                       ahead: set = frozenset()) -> list:
+    """The cached results of ``wanted``, in order; the parses of the rest started in ``parsing`` (``ahead``: those
+    started already, as pool keys). A unit without an entry starts parsing before any entry is decoded; one whose
+    entry turns out stale or damaged, after."""
+    fault_map = parsing.units.fault_map
+    started = {key for rel, conf, key in wanted if (rel, conf.name, key) in ahead}
+    sure = [(rel, conf, key) for rel, conf, key in wanted
+            if key not in started and (rel in fault_map or not cache.has(key))]
+    if sure:
+        parsing.start(sure)
+    started |= {key for _, _, key in sure}
     results: list = []
     late = []
     shared: dict = {}  # the header function groups decoded so far (cache.store_parse)

@@ -55,12 +55,13 @@ def reusable(recorded: dict, hashes: dict, fresh: dict) -> bool:
     return True
 
 
-def entry(recorded: dict, hashes: dict, fresh: dict, result: tuple) -> dict:
+def entry(recorded: dict, hashes: dict, fresh: dict, result: tuple, bodies: dict) -> dict:
     """The entry to keep: each file's hash and digest (carried over from ``recorded`` when its hash is unchanged,
-    else from ``fresh``)."""
+    else from ``fresh``); ``bodies``: path -> the places of its function bodies, which the next run's guess
+    compares an edited file's with (:class:`kernel_ports.index.plan.TreeFocus`)."""
     files = []
     for path in sorted(hashes):
         old = recorded.get(path)
         d = old[1] if old is not None and old[0] == hashes[path] else fresh.get(path)
         files.append((path, hashes[path], d))
-    return {"kind": ENTRY_KIND, "files": files, "result": result}
+    return {"kind": ENTRY_KIND, "files": files, "result": result, "bodies": bodies}

@@ -82,6 +82,11 @@ class Parsing:
             self.started = time.perf_counter()
         self.pool.submit(parse_jobs)
 
+    def withdraw(self, keys: set) -> None:
+        """Give up the jobs of these keys (unit, configuration name, cache key): not started, or stopped."""
+        if self.pool is not None and keys:
+            self.pool.withdraw(keys)
+
     def finish(self) -> dict:
         if self.pool is None or self.started is None:
             return {}  # nothing was submitted (workers may be waiting: close ends them)

@@ -151,39 +151,80 @@ def _unread_bodies(registry, witnessed: dict) -> dict:
     return focus.unread_bodies(witnessed, frozenset(seeds), frozenset(queries), frozenset(defines))
 
 
-def unread_bodies_of_tree(registry, cache, cpp_files: list, hashes: dict, names, names_key: str, witnessed: dict,
-                          definitions: dict, parser) -> tuple:
-    """(path -> (line, column) of the function bodies the walks may leave unread, path -> (start, end) of those
-    Clang may be given blank) (frontend/focus.py); kept while every file's witness result is what it was
-    (:mod:`.focus_entry`)."""
-    from kernel_ports.index import focus_entry
+class TreeFocus:
+    """The bodies each walk may leave unread (frontend/focus.py) for this run's tree: ``result()`` is (path ->
+    (line, column) of the bodies the walks may leave unread, path -> (start, end) of those Clang may be given
+    blank). It is kept while every file's witness result is what it was (:mod:`.focus_entry`); after an edit that
+    changes one, ``guess()`` says what the last focus decided, carried over to the edited files where the same
+    bodies stand at the same places, before the focus is decided again: parses may start from it, and count only
+    if the focus then decides the same for them (a parse job is a function of its unit's unread bodies)."""
 
-    tree_hashes = {f.path: hashes[f.path] for f in cpp_files}
-    fkey = focus_entry.key(FRONTEND_VERSION, names_key, _focus_inputs(registry), list(tree_hashes))
-    kept = cache.get(fkey)
-    recorded = focus_entry.files_of(kept, list(tree_hashes))
-    parser_box = [parser]
+    def __init__(self, registry, cache, cpp_files: list, hashes: dict, names, names_key: str, witnessed: dict,
+                 definitions: dict, parser):
+        from kernel_ports.index import focus_entry
 
-    def full(f):
-        defs = definitions.get(f.path)
+        self.registry, self.cache, self.cpp_files, self.hashes = registry, cache, cpp_files, hashes
+        self.names, self.names_key, self.witnessed, self.definitions = names, names_key, witnessed, definitions
+        self._parser = parser
+        self.tree_hashes = {f.path: hashes[f.path] for f in cpp_files}
+        self.fkey = focus_entry.key(FRONTEND_VERSION, names_key, _focus_inputs(registry), list(self.tree_hashes))
+        self.kept = cache.get(self.fkey)
+        self.recorded = focus_entry.files_of(self.kept, list(self.tree_hashes))
+        self.changed = {f.path: self._full(f) for f in cpp_files
+                        if self.recorded.get(f.path, (None,))[0] != hashes[f.path]}
+        self.fresh = focus_entry.digests(self.changed) if self.recorded else {}
+        self.settled = focus_entry.reusable(self.recorded, self.tree_hashes, self.fresh)
+
+    def _full(self, f):
+        """``f``'s witness result with its definitions (decoded from the cache, or read again)."""
+        defs = self.definitions.get(f.path)
         if defs is None:
-            wkey = witness_key(names_key, f.path, hashes[f.path])
-            defs = cache.get(definitions_key(wkey))
+            defs = self.cache.get(definitions_key(witness_key(self.names_key, f.path, self.hashes[f.path])))
         if defs is None:  # not cached (no cache directory, or lost): read again
-            parser_box[0] = parser_box[0] or wit.cpp_parser()
-            defs = wit.witness(f.path, f.data, names, parser_box[0]).definitions
-        return dataclasses.replace(witnessed[f.path], definitions=defs)
+            self._parser = self._parser or wit.cpp_parser()
+            defs = wit.witness(f.path, f.data, self.names, self._parser).definitions
+        return dataclasses.replace(self.witnessed[f.path], definitions=defs)
 
-    changed = {f.path: full(f) for f in cpp_files if recorded.get(f.path, (None,))[0] != hashes[f.path]}
-    fresh = focus_entry.digests(changed) if recorded else {}
-    if focus_entry.reusable(recorded, tree_hashes, fresh):
-        return kept["result"]
-    every = {f.path: changed[f.path] if f.path in changed else full(f) for f in cpp_files}
-    unread = _unread_bodies(registry, every)
-    got = unread, focus.hidden_spans(every, unread)
-    fresh = {**focus_entry.digests({p: w for p, w in changed.items() if p not in fresh}), **fresh}
-    cache.put(fkey, focus_entry.entry(recorded, tree_hashes, fresh, got))
-    return got
+    def guess(self) -> Optional[tuple]:
+        """What the last focus of this tree decided, carried over to the tree as it is now; None when nothing was
+        decided or it still holds (``settled``: ``result()`` is that decision). A guess: it only decides which
+        parses start early."""
+        if self.settled or not self.recorded:
+            return None
+        unread, hidden = self.kept["result"]
+        before = self.kept.get("bodies")
+        if type(before) is not dict:
+            return None
+        now_unread = {p: b for p, b in unread.items() if p not in self.changed}
+        now_hidden = {p: h for p, h in hidden.items() if p not in self.changed}
+        for path, w in self.changed.items():
+            here = {d.body for d in w.definitions if d.body is not None}
+            was = {tuple(b) for b in before.get(path, ()) if type(b) in (list, tuple)}
+            # a body where one was keeps what the focus said of it; of one where none was (a new helper, or one
+            # moved by lines added above it), what the focus of this file alone says
+            bodies = {tuple(b) for b in unread.get(path, ())} & here
+            if here - was:
+                seeds, queries, defines = _focus_inputs(self.registry)
+                alone = focus.unread_bodies({path: w}, frozenset(seeds), frozenset(queries), frozenset(defines))
+                bodies |= (here - was) & set(alone.get(path, ()))
+            if bodies:
+                now_unread[path] = frozenset(bodies)
+        now_hidden.update(focus.hidden_spans({p: self.changed[p] for p in self.changed if p in now_unread},
+                                             {p: b for p, b in now_unread.items() if p in self.changed}))
+        return now_unread, now_hidden
+
+    def result(self) -> tuple:
+        from kernel_ports.index import focus_entry
+
+        if self.settled:
+            return self.kept["result"]
+        every = {f.path: self.changed[f.path] if f.path in self.changed else self._full(f) for f in self.cpp_files}
+        unread = _unread_bodies(self.registry, every)
+        got = unread, focus.hidden_spans(every, unread)
+        fresh = {**focus_entry.digests({p: w for p, w in self.changed.items() if p not in self.fresh}), **self.fresh}
+        bodies = {p: sorted(d.body for d in w.definitions if d.body is not None) for p, w in every.items()}
+        self.cache.put(self.fkey, focus_entry.entry(self.recorded, self.tree_hashes, fresh, got, bodies))
+        return got
 
 
 def parse_jobs_wanted(registry, tus: set, wgraph: nx.DiGraph, witnessed: dict, unread: dict) -> tuple:
@@ -205,6 +246,13 @@ def parse_jobs_wanted(registry, tus: set, wgraph: nx.DiGraph, witnessed: dict, u
             if conf.name == default_conf.name or any(define_name(d) in mentioned for d in conf.defines):
                 jobs_wanted.append((tu, conf))
     return tu_unread, tu_sees, jobs_wanted
+
+
+def units_seeing(tus: set, wgraph: nx.DiGraph, paths: set) -> set:
+    """The units that are one of ``paths`` or include one (directly or not)."""
+    import networkx as nx
+
+    return {tu for tu in tus if tu in paths or not paths.isdisjoint(nx.descendants(wgraph, tu))}
 
 
 def unit_weights(tus: set, wgraph: nx.DiGraph, by_path: dict, witnessed: Optional[dict] = None,

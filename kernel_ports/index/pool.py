@@ -150,6 +150,16 @@ class ParsePool:
         out, self.results = self.results, {}
         return out
 
+    def withdraw(self, keys: set) -> None:
+        """Drop the jobs of ``keys``: those waiting, those running (their worker is replaced: nothing it does for them
+        counts) and those done."""
+        self.pending = [(key, job) for key, job in self.pending if key not in keys]
+        for i, w in enumerate(self.workers):
+            if w[2] in keys:
+                self._replace(i, kill=True)
+        for key in keys:
+            self.results.pop(key, None)
+
     def _dispatch(self) -> None:
         for w in self.workers:
             if w[2] is None and self.pending:
