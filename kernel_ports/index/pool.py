@@ -27,6 +27,12 @@ def _worker_main(conn, memory_mib=0, log_path=None, cache=None, hashes=None):
     # the cached units meanwhile and never walks a unit itself): imported in the parent before the fork, they were
     # ~0.025 s of a one-file check's critical path
     clang.parse_translation_unit
+    try:
+        # the bindings' function table is declared on first use, ~0.05 s of the first parse of each worker (a third
+        # of a one-launcher edit's parse): it is declared now, while the parent is still planning
+        clang.cindex()
+    except clang.FrontEndError:
+        pass  # the first parse says why
     # what the worker inherited from the parent (modules, the registry, the tree's texts) lives as long as the
     # worker: frozen, the collections a walk's garbage triggers no longer traverse it (a worker's collections took
     # 0.15 s of a cold run's 3 s, 0.06 s frozen)
