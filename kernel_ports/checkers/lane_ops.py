@@ -105,6 +105,11 @@ def _matchers(patterns: tuple):
     return tuple(items), first
 
 
+# the default patterns, compiled as the module is imported (~0.01 s): a check a server runs
+# (`kernel-ports serve`) finds them compiled, the server having imported this module
+_matchers(LANE_OPS)
+
+
 def find_lane_ops(tokens, token_lines, patterns) -> list[LaneOpUse]:
     """Every place a pattern matches, in token order (one per pattern and start token)."""
     items, any_first = _matchers(tuple(patterns))

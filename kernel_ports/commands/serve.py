@@ -39,7 +39,7 @@ import struct
 import sys
 import time
 
-from kernel_ports.cache import format as cachefmt
+from kernel_ports.cache import check_entry, format as cachefmt
 from kernel_ports.cache.resident import ResidentEntries
 from kernel_ports.cache.units import named_entries
 from kernel_ports.commands import resident
@@ -146,6 +146,10 @@ class Server:
         gc.disable()
         remembered = read_memory(memory) if memory is not None else {}
         self._learn(remembered.get("read"), remembered.get("modules"))
+        # the digest of this installation's files that keys every check entry, taken once here for every command
+        # (its processes fork from this one): the code they run is what this server imports, and a changed file
+        # changes the installation's stamp, so no command of the changed installation comes here (~0.01 s a check)
+        check_entry.tool_digest()
 
     def run(self) -> None:
         while self.running:
