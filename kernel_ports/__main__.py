@@ -1,3 +1,3 @@
-from kernel_ports.cli import entry
+from kernel_ports.launch import entry
 
 entry()

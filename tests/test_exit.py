@@ -1,4 +1,4 @@
-"""How the ``kernel-ports`` command ends (``cli.entry``): with :func:`main`'s code, its reports whole, no process
+"""How the ``kernel-ports`` command ends (``launch.entry``): with :func:`main`'s code, its reports whole, no process
 it started left behind, and without the interpreter's teardown (``os._exit`` after every ``atexit`` handler)."""
 
 from __future__ import annotations
@@ -95,7 +95,8 @@ def test_the_command_runs_without_the_cyclic_collector_and_its_workers_with_it(t
              "    return code\n"
              "cli.main = main\n"
              f"sys.argv = ['kernel-ports', 'check', '--registry', {str(copy.registry_path)!r}, '--root', {str(copy.root)!r}]\n"
-             "cli.entry()\n")
+             "from kernel_ports.launch import entry\n"
+             "entry()\n")
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, env=_env(tmp_path),
                           timeout=300)
     assert proc.returncode == 0, proc.stderr

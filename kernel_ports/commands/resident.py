@@ -25,9 +25,7 @@ import socket
 import stat
 import struct
 import sys
-import tempfile
 from pathlib import Path
-from typing import Optional
 
 NO_SERVER_ENV = "KERNEL_PORTS_NO_SERVER"
 SERVED_COMMANDS = ("check", "facts")
@@ -56,6 +54,8 @@ def socket_folder() -> Path:
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     if runtime:
         return Path(runtime) / "kernel-ports"
+    import tempfile
+
     return Path(tempfile.gettempdir()) / f"kernel-ports-{os.getuid()}"
 
 
@@ -121,7 +121,7 @@ def _stream(n: int, stream) -> tuple:
     return n, getattr(stream, "encoding", None), getattr(stream, "errors", None)
 
 
-def connect(stamp: Optional[str] = None) -> Optional[socket.socket]:
+def connect(stamp: str | None = None) -> socket.socket | None:
     """A connection to this installation's server, or None when none listens where only this user can reach."""
     # the folder first: where no server ever listened, a command pays one lstat, not the stamp's walk
     if not private_folder(socket_folder()):
@@ -136,7 +136,7 @@ def connect(stamp: Optional[str] = None) -> Optional[socket.socket]:
     return sock
 
 
-def served(argv: list) -> Optional[int]:
+def served(argv: list) -> int | None:
     """Run the command ``argv`` in this installation's server: its exit code, or None when it must run here."""
     if not argv or argv[0] not in SERVED_COMMANDS or os.environ.get(NO_SERVER_ENV) or not hasattr(socket, "send_fds"):
         return None
@@ -175,3 +175,4 @@ def _wait_for_exit(channel: Channel) -> int:
         return EXIT_ERROR
     code = reply.get("exit") if type(reply) is dict else None
     return code if type(code) is int else EXIT_ERROR
+
