@@ -140,15 +140,13 @@ def cached_parse(cache: FileCache, key: str, hashes: dict, shared: dict):
     entry = _current_entry(cache, key, hashes)
     if entry is None:
         return None
-    deps, tu_res, runs, group_keys = entry
-    if all(hashes.get(d) == h for d, h in deps.items()):
-        functions = _joined_functions(cache, tu_res.functions, runs, group_keys, shared)
-        if functions is None:
-            return None
-        tu_res.functions = functions
-        tu_res.cached = True
-        return tu_res
-    return None
+    _, tu_res, runs, group_keys = entry
+    functions = _joined_functions(cache, tu_res.functions, runs, group_keys, shared)
+    if functions is None:
+        return None
+    tu_res.functions = functions
+    tu_res.cached = True
+    return tu_res
 
 
 def _current_entry(cache: FileCache, key: str, hashes: dict):
@@ -160,7 +158,7 @@ def _current_entry(cache: FileCache, key: str, hashes: dict):
         # an unchanged file includes the same headers: look for the entry
         # parsed with the headers' current contents
         entry = cache.get(deps_key(key, {d: hashes.get(d) for d in entry[0]}))
-        if not _unit_entry(entry):
+        if not _unit_entry(entry) or not all(hashes.get(d) == h for d, h in entry[0].items()):
             return None
     return entry
 
@@ -168,8 +166,7 @@ def _current_entry(cache: FileCache, key: str, hashes: dict):
 def has_current_parse(cache: FileCache, key: str, hashes: dict) -> bool:
     """Whether a unit entry under ``key`` was made with the current contents of the files it read (its function
     groups are not looked at: a lost one makes the parse start late, as any damaged entry does)."""
-    entry = _current_entry(cache, key, hashes)
-    return entry is not None and all(hashes.get(d) == h for d, h in entry[0].items())
+    return _current_entry(cache, key, hashes) is not None
 
 
 def _unit_entry(entry) -> bool:

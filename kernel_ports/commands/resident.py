@@ -175,4 +175,3 @@ def _wait_for_exit(channel: Channel) -> int:
         return EXIT_ERROR
     code = reply.get("exit") if type(reply) is dict else None
     return code if type(code) is int else EXIT_ERROR
-

@@ -124,10 +124,11 @@ def _index(run: _Run, parsing: Parsing, cpp_files: list) -> None:
     # ---- 3. Clang parses (cache, prelude, pool)
     comp_key = _compile_key(registry, conv, root, cc, run.withheld)
     weights = _weights(registry, tus, wgraph, by_path, witnessed)
+    seen = plan.files_seen(tus, wgraph)
 
     def jobs_of(unread: dict, hidden: dict) -> tuple:
         """(what the parse jobs share, [(unit, configuration, cache key)]) when the walks may leave ``unread``."""
-        tu_unread, tu_sees, jobs_wanted = plan.parse_jobs_wanted(registry, tus, wgraph, witnessed, unread)
+        tu_unread, tu_sees, jobs_wanted = plan.parse_jobs_wanted(registry, seen, witnessed, unread)
         units = UnitJobs(registry=registry, root=root, conv=conv, by_path=by_path, known=known, cc=cc,
                          fault_map=plan.faults(), tu_unread=tu_unread, withheld=run.withheld, tu_weight=weights,
                          hidden=hidden)
@@ -141,7 +142,7 @@ def _index(run: _Run, parsing: Parsing, cpp_files: list) -> None:
                                     parser)
         guess = tree_focus.guess()
         if guess is not None:  # an edit: its units start parsing while the focus is decided again
-            edited = plan.units_seeing(tus, wgraph, set(tree_focus.changed))
+            edited = plan.units_seeing(seen, set(tree_focus.changed))
             ahead = _start_ahead(parsing, cache, hashes, edited, *jobs_of(*guess))
         unread, hidden = tree_focus.result()
     parsing.units, wanted = jobs_of(unread, hidden)

@@ -146,9 +146,13 @@ def _focus_inputs(registry) -> tuple:
     return tuple(sorted(focus.seeds(registry))), tuple(sorted(focus.backend_queries(registry))), tuple(sorted(defines))
 
 
+def _focus_sets(registry) -> tuple:
+    """The registry's names :func:`focus.unread_bodies` takes after the files: seeds, backend queries, defines."""
+    return tuple(frozenset(names) for names in _focus_inputs(registry))
+
+
 def _unread_bodies(registry, witnessed: dict) -> dict:
-    seeds, queries, defines = _focus_inputs(registry)
-    return focus.unread_bodies(witnessed, frozenset(seeds), frozenset(queries), frozenset(defines))
+    return focus.unread_bodies(witnessed, *_focus_sets(registry))
 
 
 class TreeFocus:
@@ -195,8 +199,7 @@ class TreeFocus:
         before = self.kept.get("bodies")
         if type(before) is not dict:
             return None
-        now_unread = {p: b for p, b in unread.items() if p not in self.changed}
-        now_hidden = {p: h for p, h in hidden.items() if p not in self.changed}
+        edited: dict = {}  # edited path -> the bodies guessed unread
         for path, w in self.changed.items():
             here = {d.body for d in w.definitions if d.body is not None}
             was = {tuple(b) for b in before.get(path, ()) if type(b) in (list, tuple)}
@@ -204,13 +207,13 @@ class TreeFocus:
             # moved by lines added above it), what the focus of this file alone says
             bodies = {tuple(b) for b in unread.get(path, ())} & here
             if here - was:
-                seeds, queries, defines = _focus_inputs(self.registry)
-                alone = focus.unread_bodies({path: w}, frozenset(seeds), frozenset(queries), frozenset(defines))
+                alone = focus.unread_bodies({path: w}, *_focus_sets(self.registry))
                 bodies |= (here - was) & set(alone.get(path, ()))
             if bodies:
-                now_unread[path] = frozenset(bodies)
-        now_hidden.update(focus.hidden_spans({p: self.changed[p] for p in self.changed if p in now_unread},
-                                             {p: b for p, b in now_unread.items() if p in self.changed}))
+                edited[path] = frozenset(bodies)
+        now_unread = {**{p: b for p, b in unread.items() if p not in self.changed}, **edited}
+        now_hidden = {**{p: h for p, h in hidden.items() if p not in self.changed},
+                      **focus.hidden_spans({p: self.changed[p] for p in edited}, edited)}
         return now_unread, now_hidden
 
     def result(self) -> tuple:
@@ -227,16 +230,22 @@ class TreeFocus:
         return got
 
 
-def parse_jobs_wanted(registry, tus: set, wgraph: nx.DiGraph, witnessed: dict, unread: dict) -> tuple:
-    """(tu -> bodies its walk may leave unread, tu -> digest of the project files it sees, [(tu, configuration)])."""
+def files_seen(tus: set, wgraph: nx.DiGraph) -> dict:
+    """tu -> the project files it reads: itself and what it includes, directly or not."""
     import networkx as nx
 
+    return {tu: {tu} | set(nx.descendants(wgraph, tu)) for tu in tus}
+
+
+def parse_jobs_wanted(registry, seen: dict, witnessed: dict, unread: dict) -> tuple:
+    """(tu -> bodies its walk may leave unread, tu -> digest of the project files it sees, [(tu, configuration)]);
+    ``seen``: :func:`files_seen`."""
     default_conf = registry.compile.default_configuration
     tu_unread: dict = {}  # tu -> frozenset((path, line, column)) of bodies its walk may leave unread
     tu_sees: dict = {}  # tu -> digest of the project files its includes resolve to (a file added or gone re-parses)
     jobs_wanted = []  # (relpath, configuration)
-    for tu in sorted(tus):
-        seen_files = {tu} | set(nx.descendants(wgraph, tu))
+    for tu in sorted(seen):
+        seen_files = seen[tu]
         tu_sees[tu] = sha(repr(sorted(seen_files)).encode())[:16]
         mentioned = set()
         for s in seen_files:
@@ -248,11 +257,9 @@ def parse_jobs_wanted(registry, tus: set, wgraph: nx.DiGraph, witnessed: dict, u
     return tu_unread, tu_sees, jobs_wanted
 
 
-def units_seeing(tus: set, wgraph: nx.DiGraph, paths: set) -> set:
-    """The units that are one of ``paths`` or include one (directly or not)."""
-    import networkx as nx
-
-    return {tu for tu in tus if tu in paths or not paths.isdisjoint(nx.descendants(wgraph, tu))}
+def units_seeing(seen: dict, paths: set) -> set:
+    """The units that read one of ``paths`` (``seen``: :func:`files_seen`)."""
+    return {tu for tu, files in seen.items() if not paths.isdisjoint(files)}
 
 
 def unit_weights(tus: set, wgraph: nx.DiGraph, by_path: dict, witnessed: Optional[dict] = None,
