@@ -1,4 +1,4 @@
-"""What is imported when: the early prelude build needs no walk (a cold run waits for that build before any
+"""What is imported (and loaded) when: the early prelude build needs no walk (a cold run waits for that build before any
 parse), and the parse pool's workers import the walk as each starts, not the parent before it forks them (the
 parent decodes the cached units meanwhile and never walks one). Each case runs in a fresh interpreter, since this
 one has imported everything already."""
@@ -53,3 +53,42 @@ def test_workers_import_the_walk_themselves():
                           "print('\\n'.join('worker:' + m for m in in_worker))")
     assert "parent:no-walk" in mods
     assert {"worker:kernel_ports.frontend.clang.walk", "worker:kernel_ports.frontend.clang.session"} <= mods
+
+
+def test_the_command_asks_for_a_server_before_it_imports_the_command_line():
+    # the client side as `kernel-ports` runs it, no server listening (a folder nobody opened): served() says so
+    mods = _modules_after("import os, tempfile\n"
+                          "os.environ['XDG_RUNTIME_DIR'] = tempfile.mkdtemp()\n"
+                          "import kernel_ports.launch\n"
+                          "from kernel_ports.commands.resident import served\n"
+                          "assert served(['check']) is None")
+    assert "kernel_ports.launch" in mods and "kernel_ports.commands.resident" in mods
+    assert not {"kernel_ports.cli", "argparse", "kernel_ports.commands.check", "kernel_ports.commands.common"} & mods
+
+
+def test_workers_load_the_bindings_before_their_first_job():
+    told = _modules_after("from kernel_ports.index import pool as pool_mod\n"
+                          "from kernel_ports.frontend.clang import toolchain\n"
+                          "class Told:\n"
+                          "    def __init__(self, conn):\n"
+                          "        self.conn, self.first = conn, True\n"
+                          "    def recv(self):\n"
+                          "        if self.first:\n"
+                          "            self.first = False\n"
+                          "            self.conn.send(toolchain._ci is not None)\n"
+                          "        return self.conn.recv()\n"
+                          "    def send(self, x):\n"
+                          "        self.conn.send(x)\n"
+                          "real = pool_mod._worker_main\n"
+                          "pool_mod._worker_main = lambda conn, *args: real(Told(conn), *args)\n"
+                          "pool = pool_mod.ParsePool(1)\npool.spawn(1)\n"
+                          "loaded = pool.workers[0][1].recv()\npool.close()\n"
+                          "print('worker:bindings' if loaded else 'worker:no-bindings')")
+    assert "worker:bindings" in told
+
+
+def test_the_default_lane_op_patterns_compile_on_import():
+    # a served check's process finds them compiled: the server imported the module
+    told = _modules_after("from kernel_ports.checkers import lane_ops\n"
+                          "print('compiled:%d' % lane_ops._matchers.cache_info().currsize)")
+    assert "compiled:1" in told
