@@ -30,27 +30,33 @@ def test_the_early_prelude_start_imports_no_walk():
                 "kernel_ports.frontend.witness", "tree_sitter"} & mods
 
 
+def _worker_says(what: str) -> str:
+    """Code that starts one parser process and sets ``said`` to ``what`` evaluated in the worker when it first waits
+    for a job (its connection wrapped), before any job."""
+    return ("import sys\n"
+            "from kernel_ports.index import pool as pool_mod\n"
+            "from kernel_ports.frontend.clang import toolchain\n"
+            "class Told:\n"
+            "    def __init__(self, conn):\n"
+            "        self.conn, self.first = conn, True\n"
+            "    def recv(self):\n"
+            "        if self.first:\n"
+            "            self.first = False\n"
+            f"            self.conn.send({what})\n"
+            "        return self.conn.recv()\n"
+            "    def send(self, x):\n"
+            "        self.conn.send(x)\n"
+            "real = pool_mod._worker_main\n"
+            "pool_mod._worker_main = lambda conn, *args: real(Told(conn), *args)\n"
+            "pool = pool_mod.ParsePool(1)\npool.spawn(1)\n"
+            "parent_has_walk = 'kernel_ports.frontend.clang.walk' in sys.modules\n"
+            "said = pool.workers[0][1].recv()\npool.close()\n")
+
+
 def test_workers_import_the_walk_themselves():
-    # a worker tells the modules it holds when it first waits for a job (its connection wrapped), before any job
-    mods = _modules_after("import sys\n"
-                          "from kernel_ports.index import pool as pool_mod\n"
-                          "class Told:\n"
-                          "    def __init__(self, conn):\n"
-                          "        self.conn, self.first = conn, True\n"
-                          "    def recv(self):\n"
-                          "        if self.first:\n"
-                          "            self.first = False\n"
-                          "            self.conn.send(sorted(m for m in sys.modules if m.startswith('kernel_ports.frontend.clang')))\n"
-                          "        return self.conn.recv()\n"
-                          "    def send(self, x):\n"
-                          "        self.conn.send(x)\n"
-                          "real = pool_mod._worker_main\n"
-                          "pool_mod._worker_main = lambda conn, *args: real(Told(conn), *args)\n"
-                          "pool = pool_mod.ParsePool(1)\npool.spawn(1)\n"
-                          "parent_has_walk = 'kernel_ports.frontend.clang.walk' in sys.modules\n"
-                          "in_worker = pool.workers[0][1].recv()\npool.close()\n"
-                          "print('parent:walk' if parent_has_walk else 'parent:no-walk')\n"
-                          "print('\\n'.join('worker:' + m for m in in_worker))")
+    mods = _modules_after(_worker_says("sorted(m for m in sys.modules if m.startswith('kernel_ports.frontend.clang'))")
+                          + "print('parent:walk' if parent_has_walk else 'parent:no-walk')\n"
+                          "print('\\n'.join('worker:' + m for m in said))")
     assert "parent:no-walk" in mods
     assert {"worker:kernel_ports.frontend.clang.walk", "worker:kernel_ports.frontend.clang.session"} <= mods
 
@@ -67,23 +73,8 @@ def test_the_command_asks_for_a_server_before_it_imports_the_command_line():
 
 
 def test_workers_load_the_bindings_before_their_first_job():
-    told = _modules_after("from kernel_ports.index import pool as pool_mod\n"
-                          "from kernel_ports.frontend.clang import toolchain\n"
-                          "class Told:\n"
-                          "    def __init__(self, conn):\n"
-                          "        self.conn, self.first = conn, True\n"
-                          "    def recv(self):\n"
-                          "        if self.first:\n"
-                          "            self.first = False\n"
-                          "            self.conn.send(toolchain._ci is not None)\n"
-                          "        return self.conn.recv()\n"
-                          "    def send(self, x):\n"
-                          "        self.conn.send(x)\n"
-                          "real = pool_mod._worker_main\n"
-                          "pool_mod._worker_main = lambda conn, *args: real(Told(conn), *args)\n"
-                          "pool = pool_mod.ParsePool(1)\npool.spawn(1)\n"
-                          "loaded = pool.workers[0][1].recv()\npool.close()\n"
-                          "print('worker:bindings' if loaded else 'worker:no-bindings')")
+    told = _modules_after(_worker_says("toolchain._ci is not None")
+                          + "print('worker:bindings' if said else 'worker:no-bindings')")
     assert "worker:bindings" in told
 
 
