@@ -50,9 +50,10 @@ def build_project_index(registry, scope, options: Options):
                        early_prelude=early, **where)
 
 
-def analyze(registry, options: Options | None = None) -> Result:
+def analyze(registry, options: Options | None = None, scope=None) -> Result:
+    """``scope``: the registry's scope when the caller has listed it already (``check_entry.scope_for``)."""
     options = options or Options()
-    scope = resolve_scope(registry)
+    scope = scope if scope is not None else resolve_scope(registry)
     index = build_project_index(registry, scope, options)
     device_notes = device_builds(registry, scope, index, options)
     ctx = Context(registry=registry, index=index, scope=scope)

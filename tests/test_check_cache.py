@@ -104,3 +104,47 @@ def test_debug_says_why_the_entry_did_not_answer(run, tmp_path, monkeypatch, cap
     (copy.root / KV).write_text((copy.root / KV).read_text() + "\n// edited\n")
     cli.main(argv)
     assert "check entry: a file in scope changed" in capsys.readouterr().err and len(calls) == 2
+
+
+def test_a_registry_with_limits_of_its_own_answers_from_its_entry(run, tmp_path):
+    # the entry keeps the limits the scope was listed with: listed with the defaults, sampling.cpp (5807 bytes)
+    # would be read, not refused, and no lookup could ever match
+    copy, check, calls = run
+    cache = tmp_path / "cache"
+    copy.registry_path.write_text(copy.registry_path.read_text() + "\nlimits:\n  max_file_bytes: 5700\n")
+    first = check(cache=cache)
+    assert any(f["rule"] == "KP901" and f["path"].endswith("turbo/sampling.cpp") for f in first[1]["findings"])
+    assert check(cache=cache) == first and len(calls) == 1
+
+
+def test_a_tree_grown_past_a_limit_since_its_entry_says_so_as_a_check(run, tmp_path, capsys):
+    copy, check, calls = run
+    cache = tmp_path / "cache"
+    sources = sum(1 for p in copy.root.rglob("*") if p.suffix in (".cpp", ".h", ".rs"))
+    copy.registry_path.write_text(copy.registry_path.read_text() + f"\nlimits:\n  max_files: {sources}\n")
+    assert check(cache=cache)[0] in (0, 1)
+    (copy.root / "src/lib/mlx-cpp/turbo/extra.h").write_text("#pragma once\n")
+    code = cli.main(["check", "--registry", str(copy.registry_path), "--root", str(copy.root), "--format", "json",
+                     "--cache-dir", str(cache)])
+    assert code == 2 and "limits.max_files" in capsys.readouterr().err and len(calls) == 2
+
+
+def test_after_a_miss_the_check_judges_the_scope_the_lookup_listed(run, tmp_path, monkeypatch):
+    import kernel_ports.scope as scope_module
+
+    copy, check, calls = run
+    cache = tmp_path / "cache"
+    check(cache=cache)
+    listings = []
+    real = scope_module.resolve_scope
+
+    def listing(*a, **k):
+        listings.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(scope_module, "resolve_scope", listing)
+    monkeypatch.setattr(project, "resolve_scope", listing)
+    (copy.root / KV).write_text((copy.root / KV).read_text() + "\n// edited\n")
+    edited = check(cache=cache)
+    assert len(calls) == 2 and len(listings) == 1  # the tree is listed and read once
+    assert edited == check("--no-cache", cache=cache)  # and judged as a check without an entry judges it

@@ -5,13 +5,15 @@ command line (``--root``, ``--select``, ``--ignore``, ``--compile-commands``
 and that file's text), the environment variables that move headers, the
 in-scope files' contents, and the headers outside the tree that Clang reads.
 The entry's file name is a hash of the first four; the entry records the rest:
-the scope settings the registry gave (root, include and exclude globs), each
-in-scope file's content hash, and a signature (size, modification time, inode)
+the scope settings the registry gave (root, include and exclude globs, the
+limits, ``--limit`` overrides applied), each in-scope file's content hash, and a signature (size, modification time, inode)
 of each outside include directory and of libclang. A lookup lists the scope
 again exactly as :func:`kernel_ports.scope.resolve_scope` does, hashes the
 files and compares; if anything differs, or the entry is missing or damaged
 (:mod:`kernel_ports.cache.format`), it is a miss and the check runs in full, every
-per-file entry still serving.
+per-file entry still serving. The scope a miss listed is the one the check then
+judges (:func:`scope_for`): the registry is unchanged (its text is in the key),
+so its settings are the entry's, and the tree is listed and read once.
 
 This module imports only the scope listing, the findings and the cache format:
 what a warm run with nothing changed needs, and nothing it does not (no
@@ -93,15 +95,47 @@ def _stat_sig(path: str):
     return (st.st_size, st.st_mtime_ns, st.st_ino)
 
 
-def _scope_state(root: str, include: tuple, exclude: tuple) -> tuple:
-    """What the scope listing gives now: (path, content hash) of each file, and the listing's own findings."""
+# (the scope settings, the scope) the last lookup of this process listed, for the check that follows a miss
+_listed: list = []
+
+
+def _scope_state(entry: dict) -> tuple:
+    """What the scope listing gives now, with the settings ``entry`` was made with: (path, content hash) of each
+    file, the listing's own findings, the number of files listed."""
     from kernel_ports.scope import resolve_scope
 
-    stand_in = SimpleNamespace(root=Path(root), sources=SimpleNamespace(include=list(include), exclude=list(exclude)))
+    settings = _settings(entry["root"], entry["include"], entry["exclude"], entry["limits"])
+    root, include, exclude, limits = settings
+    stand_in = SimpleNamespace(root=Path(root), sources=SimpleNamespace(include=list(include), exclude=list(exclude)),
+                               limits=dict(limits))
     scope = resolve_scope(stand_in)
-    files = tuple((f.path, _sha(f.data)) for f in scope.files)
-    notes = tuple((f.path, f.message) for f in scope.findings)
-    return files, notes, scope.listed
+    _listed[:] = [(settings, scope)]
+    return _scope_digest(scope)
+
+
+def _scope_digest(scope) -> tuple:
+    return (tuple((f.path, _sha(f.data)) for f in scope.files), tuple((f.path, f.message) for f in scope.findings),
+            scope.listed)
+
+
+def _settings(root, include, exclude, limits) -> tuple:
+    """Scope settings, comparable: a stored entry's and a registry's are equal when they list the same scope."""
+    if type(limits) is not dict or not all(type(k) is str and type(v) in (int, float) for k, v in limits.items()):
+        raise TypeError("limits")
+    return str(root), tuple(include), tuple(exclude), tuple(sorted(limits.items()))
+
+
+def scope_for(registry):
+    """The scope this process's last lookup listed, when ``registry``'s settings are the ones it was listed with
+    (it then equals ``resolve_scope(registry)``), else None; handed out once."""
+    if not _listed:
+        return None
+    settings, scope = _listed.pop()
+    try:
+        wanted = _settings(registry.root, registry.sources.include, registry.sources.exclude, dict(registry.limits))
+    except TypeError:
+        return None
+    return scope if wanted == settings else None
 
 
 def _miss(why: str):
@@ -114,6 +148,9 @@ def _miss(why: str):
 
 def lookup(args):
     """(findings, summary) of an earlier check with the same inputs, or None."""
+    from kernel_ports.scope.limits import InputError
+
+    _listed.clear()
     key = _key(args)
     if key is None:
         return _miss("not used (--no-cache, a test hook, or an input that cannot be read)")
@@ -124,9 +161,12 @@ def lookup(args):
         changed = [p for p, sig in entry["outside"] if _stat_sig(p) != sig]
         if changed:
             return _miss(f"{changed[0]} changed")
-        if _scope_state(entry["root"], entry["include"], entry["exclude"]) != entry["scope"]:
+        if _scope_state(entry) != entry["scope"]:
             return _miss("a file in scope changed, appeared or went away")
         findings, summary = entry["findings"], entry["summary"]
+    except InputError:
+        # the tree grew past a limit since: the check says so, as it would without an entry
+        return _miss("the scope is over a limit now")
     except (OSError, KeyError, TypeError, ValueError) as exc:
         return _miss(f"unusable ({type(exc).__name__})")
     from kernel_ports.findings import Finding
@@ -201,8 +241,8 @@ def store(args, registry, result):
         "root": str(registry.root),
         "include": tuple(registry.sources.include),
         "exclude": tuple(registry.sources.exclude),
-        "scope": (tuple((f.path, _sha(f.data)) for f in scope.files), tuple((f.path, f.message) for f in scope.findings),
-                  scope.listed),
+        "limits": dict(registry.limits),
+        "scope": _scope_digest(scope),
         "outside": outside_inputs(registry, getattr(args, "device_compile", None) is not None),
         "findings": list(result.findings),
         "summary": result.summary,

@@ -29,7 +29,7 @@ def cmd_check(args) -> int:
         device_compiler_present(args, registry)
         kernel_severity = {k.name: k.severity for k in registry.kernels if k.severity}
         policy = Policy(select=select, ignore=ignore, severity=registry.severity, kernel_severity=kernel_severity)
-        result = analyze(registry, run_options(args, policy))
+        result = analyze(registry, run_options(args, policy), scope=checkcache.scope_for(registry))
         if checkcache.store(args, registry, result) is False:
             print(f"note: the cache folder {checkcache.cache_dir_of(args)} cannot be written: this check keeps nothing "
                   "for the next one", file=sys.stderr)

@@ -161,7 +161,19 @@ class ParsePool:
         counts) and those done."""
         self.pending = [(key, job) for key, job in self.pending if key not in keys]
         for i, w in enumerate(self.workers):
-            if w[2] in keys:
+            if w[2] not in keys:
+                continue
+            try:
+                replied = w[1].poll()
+                if replied:
+                    w[1].recv()  # (dropped)
+            except (EOFError, OSError):
+                replied = False
+            if replied:
+                # done with the parse, and storing its entry (a right one, under that job's key): killed now, it
+                # would leave the entry's temporary file behind; it takes its next job once it has stored
+                w[2] = None
+            else:
                 self._replace(i, kill=True)
         for key in keys:
             self.results.pop(key, None)

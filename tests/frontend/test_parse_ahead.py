@@ -112,3 +112,36 @@ def test_a_header_edited_again_where_it_was_parses_its_units_ahead(tmp_path, mon
     # the second edit's guessed keys are the first's (the same bodies at the same places), with entries there
     assert len(ahead) == 4 and ahead[2] == ahead[0]
     assert ahead[1] == ahead[3] == set()  # taken back: the first build's parses are current again
+
+
+def test_a_withdrawn_parse_that_has_replied_is_left_to_store_its_entry(tmp_path, monkeypatch):
+    """A worker whose reply is in already is storing that parse's entry: withdrawn then, it is not killed (killed,
+    it would leave the entry's temporary file in the cache folder) and takes the next job once it has stored."""
+    import time
+
+    from kernel_ports.frontend.clang.model import TUResult
+    from kernel_ports.index import pool as pool_mod
+
+    stored = tmp_path / "stored"
+
+    def slow_store(cache, store, res, hashes):
+        time.sleep(0.5)
+        stored.write_text(store[1])
+
+    # (set before the worker forks, so that it is the worker's)
+    monkeypatch.setattr(pool_mod.clang, "parse_translation_unit", lambda job: TUResult(path=job, configuration="d"))
+    monkeypatch.setattr(pool_mod, "_store", slow_store)
+    pool = pool_mod.ParsePool(1, cache=object(), hashes={})
+    try:
+        pool.submit([("first", ("parse", "u.cpp", ("u.cpp", "key-1")))])
+        worker = pool.workers[0][0]
+        deadline = time.monotonic() + 30
+        while not pool.workers[0][1].poll() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        pool.withdraw({"first"})
+        assert pool.workers[0][0] is worker and worker.is_alive()
+        assert pool.run([("second", ("parse", "v.cpp", None))], timeout=30)["second"][1].path == "v.cpp"
+        assert stored.read_text() == "key-1"  # the withdrawn parse's entry was stored before the next job ran
+        assert "first" not in pool.results
+    finally:
+        pool.close()
