@@ -77,7 +77,8 @@ def test_children_memory_keeps_only_the_lists_asked_for_lately(tmp_path, monkeyp
     tu = ci.Index.create().parse(str(tmp_path / "f.cpp"), args=["-x", "c++", "-std=c++20"])
     top = [c for c in tu.cursor.get_children() if c.location.file is not None and c.location.file.name.endswith("f.cpp")]
     plain = [_preorder(c, lambda x: x.get_children(), lambda x: x.kind) for c in top]
-    listed = sum(len(p) for p in plain)
+    # (a cursor that cannot have children is answered without a list)
+    listed = sum(1 for p in plain for kind, *_ in p if kind.value not in ci.Cursor._kp_childless)
 
     def remembered(limit):
         monkeypatch.setattr(clang.toolchain.ChildrenMemory.__init__, "__defaults__", (limit,))
@@ -102,3 +103,45 @@ def test_children_memory_keeps_only_the_lists_asked_for_lately(tmp_path, monkeyp
         assert a and [id(x) for x in a] == [id(x) for x in b]
     finally:
         clang.toolchain.remember_children(tu, False)
+
+
+CHILDLESS_SRC = r'''namespace ns { struct B { int m; B() : m(0) {} }; template <class T> struct W { T t; }; int g(int); int g(double); }
+using ns::g;
+int h(int x) {
+  ns::W<int> w{1};
+  auto f = [x] { return x; };
+  const char* s = "s";
+  char c = 'c';
+  bool b = true;
+  void* p = nullptr;
+  double d = 1.5;
+  if (x) goto done;
+  x = g(2) + f() + w.t + (s ? c : 0) + (b ? 1 : 0) + (p ? 1 : 0) + static_cast<int>(d);
+done:
+  return x;
+}
+template <class T> int k(T t) { return g(t); }
+'''
+
+
+def test_the_cursors_answered_as_childless_have_no_children_in_libclang(tmp_path):
+    """The kinds the fast ``get_children`` answers without asking libclang (references, literals) have no children
+    when libclang is asked, in a unit where each of them occurs."""
+    write_tree(tmp_path, {"f.cpp": CHILDLESS_SRC})
+    ci = clang.cindex()
+    tu = ci.Index.create().parse(str(tmp_path / "f.cpp"), args=["-x", "c++", "-std=c++20"])
+    orig_children, orig_kind = ci.Cursor._kp_bindings
+    met, stack = {}, [tu.cursor]
+    while stack:
+        c = stack.pop()
+        kids = list(orig_children(c))
+        kind = orig_kind.fget(c)
+        if kind.value in ci.Cursor._kp_childless:
+            met[kind.name] = met.get(kind.name, 0) + len(kids)
+        stack += kids
+    K = ci.CursorKind
+    expected = {K.TYPE_REF, K.TEMPLATE_REF, K.NAMESPACE_REF, K.MEMBER_REF, K.LABEL_REF, K.OVERLOADED_DECL_REF,
+                K.VARIABLE_REF, K.INTEGER_LITERAL, K.FLOATING_LITERAL, K.STRING_LITERAL, K.CHARACTER_LITERAL,
+                K.CXX_BOOL_LITERAL_EXPR, K.CXX_NULL_PTR_LITERAL_EXPR}
+    assert {k.name for k in expected} <= set(met), f"the unit lacks {sorted({k.name for k in expected} - set(met))}"
+    assert all(n == 0 for n in met.values()), met

@@ -95,6 +95,7 @@ class UnitContext:
         self.root = job.root.rstrip("/") + "/"
         self._rel_cache: dict = {}
         self._file_bytes: dict = {}
+        self._file_names: dict = {}  # libclang's pointer to a file of this unit -> its name (file_name)
         self._qname_cache: dict = {}
         self.macro_ranges: dict = {}  # rel path -> [(start_off, end_off, name)]
         self.kernel_type: Optional[str] = None  # canonical CustomKernelFunction
@@ -163,7 +164,7 @@ class UnitContext:
         """Project-relative path of a clang File (or name), None outside the project."""
         if f is None:
             return None
-        name = f if isinstance(f, str) else f.name
+        name = f if isinstance(f, str) else self.file_name(f)
         r = self._rel_cache.get(name)
         if r is None and name not in self._rel_cache:
             p = os.path.normpath(name if os.path.isabs(name) else os.path.join(os.getcwd(), name))
@@ -175,14 +176,25 @@ class UnitContext:
 
     def loc(self, c) -> Location:
         l = c.location
-        return Location(self.rel(l.file) or (l.file.name if l.file else ""), l.line, l.column)
+        f = l.file
+        return Location(self.rel(f) or (self.file_name(f) if f else ""), l.line, l.column)
+
+    def file_name(self, f) -> str:
+        """The name of a clang File of this unit, asked of libclang once per file: the walk asks for the files of
+        ~10k places a large unit, each answer a string libclang makes and the bindings decode. A file is known by
+        libclang's pointer to it, which stays the file's while the unit lives (the context lives no longer)."""
+        key = bytes(f.obj)  # (the pointer's own bytes: its value)
+        name = self._file_names.get(key)
+        if name is None:
+            name = self._file_names[key] = f.name
+        return name
 
     def text(self, c) -> str:
         ext = c.extent
         start, end = ext.start, ext.end  # (each read of ext.start asks libclang again; a location keeps its answer)
         f, fe = start.file, end.file
-        name = f.name if f is not None else None
-        if name is None or fe is None or name != fe.name:
+        name = self.file_name(f) if f is not None else None
+        if name is None or fe is None or name != self.file_name(fe):
             return " ".join(t.spelling for t in c.get_tokens())
         data = self._file_bytes.get(name)
         if data is None:
@@ -236,18 +248,21 @@ class UnitContext:
                 continue
             if c.kind == K.CALL_EXPR:
                 ref = c.referenced
+                rk = ref.kind if ref is not None else None
+                if rk != K.CONSTRUCTOR and rk != K.CONVERSION_FUNCTION:
+                    return c  # (most calls: their arguments' places are not read)
                 ch = [x for x in c.get_children() if x.location.line != 0]  # defaulted arguments have no place
                 # implicit conversions / copies: a constructor call with one argument
-                if ref is not None and ref.kind == K.CONSTRUCTOR and len(ch) == 1 and (
+                if rk == K.CONSTRUCTOR and len(ch) == 1 and (
                     ch[0].extent.start.offset == c.extent.start.offset or c.spelling in ("variant", "basic_string", "vector", "pair", "function", "optional", "TemplateArg")
                 ):
                     c = ch[0]
                     continue
                 # conversion operators (operator T()) called implicitly (MLX's Dtype converts to its Val enum for
                 # == and switch; the implicit member reference has no location, so it is not among ``ch``)
-                if ref is not None and ref.kind == K.CONVERSION_FUNCTION and len(ch) <= 1:
+                if rk == K.CONVERSION_FUNCTION and len(ch) <= 1:
                     ch = ch or list(c.get_children())
-                if ref is not None and ref.kind == K.CONVERSION_FUNCTION and len(ch) == 1:
+                if rk == K.CONVERSION_FUNCTION and len(ch) == 1:
                     m = ch[0]
                     mch = list(m.get_children())
                     if m.kind == K.MEMBER_REF_EXPR and len(mch) == 1:

@@ -48,15 +48,21 @@ class Decisions:
         self.w = w
         self.uses: dict = {}  # decl usr -> [(cursor, parents, frame)]
         self.calls_of: dict = {}  # callee usr -> [(call cursor, parents, frame)]
+        calls_in: dict = {}  # frame usr -> [(call cursor, ("call", callee usr, its name))]
+        uses, calls_of = self.uses, self.calls_of
         for kind, key, c, parents, ctx in sites:
-            (self.uses if kind == "use" else self.calls_of).setdefault(key, []).append((c, parents, ctx))
-        self.events: dict = {}  # frame usr -> [(cursor, effect)]
+            if kind == "use":
+                uses.setdefault(key, []).append((c, parents, ctx))
+                continue
+            calls_of.setdefault(key, []).append((c, parents, ctx))
+            name = callee_names.get(key, "")
+            if name and not name.startswith(("std::", "__gnu_cxx::")):  # the standard library reaches no kernel
+                calls_in.setdefault(ctx.info.usr, []).append((c, ("call", key, name)))
+        self.events: dict = {}  # frame usr -> [(cursor, effect)]: its kernel events, then the calls it makes
         for c, effect, ctx in kernel_events:
             self.events.setdefault(ctx.info.usr, []).append((c, effect))
-        for kind, key, c, parents, ctx in sites:
-            name = callee_names.get(key, "") if kind == "call" else ""
-            if name and not name.startswith(("std::", "__gnu_cxx::")):  # the standard library reaches no kernel
-                self.events.setdefault(ctx.info.usr, []).append((c, ("call", key, name)))
+        for usr, calls in calls_in.items():
+            self.events.setdefault(usr, []).extend(calls)
         self._places: dict = {}  # id of an event cursor -> (file name, offset)
 
     def of_test(self, c, parents: list, ctx) -> tuple:

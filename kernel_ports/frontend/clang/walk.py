@@ -274,11 +274,12 @@ class Walk(UnitContext):
                         self.field_writes.setdefault(member.get_usr(), []).append((ch, ctx))
                     member = None
                     self.expr(ch, ctx, [c])
-        self.prescan(body, ctx)
+        returns: list = []
+        self.prescan(body, ctx, returns)
         for visit in self.on["visit_function"]:
             visit(c, ctx, body)
         self.stmt(body, ctx, [c])
-        self._returns(body, ctx)
+        self._returns(returns, ctx)
 
     def _unread(self, body) -> bool:
         """A body the focus says no fact can arise in or be reached through (frontend/focus.py); its place is kept
@@ -291,38 +292,45 @@ class Walk(UnitContext):
         self.unread_seen.add((rel, start.offset, ext.end.offset))
         return True
 
-    def _returns(self, body, ctx):
-        """What the function returns: value refs (wrappers) and static holder variables."""
+    def _returns(self, returns: list, ctx):
+        """What the function returns (its ``return`` statements, as :meth:`prescan` met them): value refs
+        (wrappers) and static holder variables."""
         K = self.K
         refs = set()
         statics = []
-        stack = [body]
-        while stack:
-            x = stack.pop()
-            if x.kind == K.LAMBDA_EXPR:
-                continue
-            if x.kind == K.RETURN_STMT:
-                ch = list(x.get_children())
-                if ch:
-                    refs |= sources(self, ch[0], ctx)
-                    v = self.strip(ch[0])
-                    if v.kind == K.DECL_REF_EXPR and v.referenced is not None and v.referenced.kind == K.VAR_DECL:
-                        r = v.referenced
-                        sp = r.semantic_parent
-                        if r.storage_class == self.ci.StorageClass.STATIC or (sp is not None and sp.kind == K.NAMESPACE):
-                            statics.append((r.spelling, r.type.spelling, self.loc(r)))
-                continue
-            stack.extend(x.get_children())
+        for x in returns:
+            ch = list(x.get_children())
+            if ch:
+                refs |= sources(self, ch[0], ctx)
+                v = self.strip(ch[0])
+                if v.kind == K.DECL_REF_EXPR and v.referenced is not None and v.referenced.kind == K.VAR_DECL:
+                    r = v.referenced
+                    sp = r.semantic_parent
+                    if r.storage_class == self.ci.StorageClass.STATIC or (sp is not None and sp.kind == K.NAMESPACE):
+                        statics.append((r.spelling, r.type.spelling, self.loc(r)))
         ctx.info.returned = frozenset(refs)
         ctx.info.returned_statics = tuple(statics)
 
-    def prescan(self, body, ctx):
-        """Locals, their initialisers, member calls on them and assignments (for data flow)."""
+    def prescan(self, body, ctx, returns: Optional[list] = None):
+        """Locals, their initialisers, member calls on them and assignments (for data flow); and, given
+        ``returns``, the body's own ``return`` statements in the order met (not those of a lambda in it, nor one
+        inside another's value), so what the function returns is read without another pass over its body."""
         K = self.K
         stack = [body]
+        collect = returns is not None
+        # while set, the nodes met lie under the lambda or return statement met when ``stack`` was this long (they
+        # are popped before it is shorter again): their returns are not the function's. The order returns are met
+        # in is a walk's that leaves those subtrees out (leaving subtrees out keeps a stack's pre-order).
+        barrier = None
         while stack:
             c = stack.pop()
+            if barrier is not None and len(stack) < barrier:
+                barrier = None
             k = c.kind
+            if collect and barrier is None and (k == K.RETURN_STMT or k == K.LAMBDA_EXPR):
+                if k == K.RETURN_STMT:
+                    returns.append(c)
+                barrier = len(stack)
             if k == K.VAR_DECL:
                 u = c.get_usr()
                 ctx.local_cursors[u] = c
