@@ -59,6 +59,7 @@ class Frame:
         self.assigns: dict = {}  # var usr -> [rhs cursor]
         self.params: dict = {}  # param usr -> index
         self.passed: Optional[dict] = None  # var usr -> [(call cursor, argument index)], filled on demand (_passes)
+        self.scans: dict = {}  # what a scan of the whole function found, by the scan's name (its launches share it)
 
 
 class Extractor:
