@@ -78,6 +78,25 @@ def sources(w, e, ctx, depth=0, shallow=False) -> frozenset:
     return frozenset({("unknown", w.text(s)[:80])})
 
 
+def returned(w, returns: list, ctx) -> tuple:
+    """(value refs, static holder variables) a function returns, from its ``return`` statements (``returns``, as
+    the walk's first pass over the body met them): a wrapper's refs, and the holders a getter hands out."""
+    K = w.K
+    refs = set()
+    statics = []
+    for x in returns:
+        ch = list(x.get_children())
+        if ch:
+            refs |= sources(w, ch[0], ctx)
+            v = w.strip(ch[0])
+            if v.kind == K.DECL_REF_EXPR and v.referenced is not None and v.referenced.kind == K.VAR_DECL:
+                r = v.referenced
+                sp = r.semantic_parent
+                if r.storage_class == w.ci.StorageClass.STATIC or (sp is not None and sp.kind == K.NAMESPACE):
+                    statics.append((r.spelling, r.type.spelling, w.loc(r)))
+    return frozenset(refs), tuple(statics)
+
+
 def _bound_accessors(w, o, ctx) -> frozenset:
     """Accessor refs of a local reference or pointer every value of which is `acc()` or `&acc()` (else empty)."""
     K = w.K

@@ -71,7 +71,7 @@ from kernel_ports.frontend.clang.seams import SeamCalls
 from kernel_ports.frontend.clang.selectors import SelectorCalls
 from kernel_ports.frontend.clang.tables import PortTables
 from kernel_ports.frontend.clang.toolchain import BINOPS, remember_children, skipped_ranges
-from kernel_ports.frontend.clang.values import sources
+from kernel_ports.frontend.clang.values import returned, sources
 from kernel_ports.frontend.isolation import finish_isolated, walk_isolated
 
 # the fact families; their finish() runs in this order (refusals read the query flow backend tests leave behind,
@@ -279,7 +279,7 @@ class Walk(UnitContext):
         for visit in self.on["visit_function"]:
             visit(c, ctx, body)
         self.stmt(body, ctx, [c])
-        self._returns(returns, ctx)
+        ctx.info.returned, ctx.info.returned_statics = returned(self, returns, ctx)
 
     def _unread(self, body) -> bool:
         """A body the focus says no fact can arise in or be reached through (frontend/focus.py); its place is kept
@@ -292,29 +292,11 @@ class Walk(UnitContext):
         self.unread_seen.add((rel, start.offset, ext.end.offset))
         return True
 
-    def _returns(self, returns: list, ctx):
-        """What the function returns (its ``return`` statements, as :meth:`prescan` met them): value refs
-        (wrappers) and static holder variables."""
-        K = self.K
-        refs = set()
-        statics = []
-        for x in returns:
-            ch = list(x.get_children())
-            if ch:
-                refs |= sources(self, ch[0], ctx)
-                v = self.strip(ch[0])
-                if v.kind == K.DECL_REF_EXPR and v.referenced is not None and v.referenced.kind == K.VAR_DECL:
-                    r = v.referenced
-                    sp = r.semantic_parent
-                    if r.storage_class == self.ci.StorageClass.STATIC or (sp is not None and sp.kind == K.NAMESPACE):
-                        statics.append((r.spelling, r.type.spelling, self.loc(r)))
-        ctx.info.returned = frozenset(refs)
-        ctx.info.returned_statics = tuple(statics)
-
     def prescan(self, body, ctx, returns: Optional[list] = None):
         """Locals, their initialisers, member calls on them and assignments (for data flow); and, given
         ``returns``, the body's own ``return`` statements in the order met (not those of a lambda in it, nor one
-        inside another's value), so what the function returns is read without another pass over its body."""
+        inside another's value), so what the function returns (:func:`.values.returned`) is read without another
+        pass over its body."""
         K = self.K
         stack = [body]
         collect = returns is not None
