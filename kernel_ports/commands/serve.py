@@ -97,9 +97,11 @@ def _ask(stamp: str, path, what: str) -> int:
 
 
 def _listen(stamp: str, path) -> socket.socket:
-    folder = path.parent
+    folder = os.path.dirname(path)
     try:
-        folder.mkdir(mode=0o700, exist_ok=True)
+        os.mkdir(folder, 0o700)
+    except FileExistsError:
+        pass
     except OSError as exc:
         raise UsageError(f"kernel-ports serve: cannot make {folder}: {exc.strerror}") from None
     if not resident.private_folder(folder):
