@@ -58,8 +58,15 @@ class Frame:
         self.member_calls: dict = {}  # var usr -> [(method, call cursor)]
         self.assigns: dict = {}  # var usr -> [rhs cursor]
         self.params: dict = {}  # param usr -> index
-        self.passed: Optional[dict] = None  # var usr -> [(call cursor, argument index)], filled on demand (_passes)
-        self.scans: dict = {}  # what a scan of the whole function found, by the scan's name (its launches share it)
+        self.scans: dict = {}  # what a scan of the whole function found, by the scan's name (see scan)
+
+    def scan(self, name: str, compute):
+        """``compute()``, asked of the function once: the answer of a scan of its whole body, which each launch,
+        argument or template-args entry in it would otherwise make again."""
+        found = self.scans.get(name)
+        if found is None:
+            found = self.scans[name] = compute()
+        return found
 
 
 class Extractor:

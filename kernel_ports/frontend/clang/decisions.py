@@ -223,7 +223,7 @@ class Decisions:
             place = self._places.get(id(c))
             if place is None:
                 start = c.extent.start
-                place = self._places[id(c)] = (start.file.name if start.file else "", start.offset)
+                place = self._places[id(c)] = (self.w.file_name(start.file) if start.file else "", start.offset)
             if any(f == place[0] and a <= place[1] < b for f, a, b in ranges):
                 self.effects[effect] = None
         for x in parts:

@@ -104,10 +104,7 @@ def _dependent_dtype_call(w, v, head, ch) -> bool:
 
 def dtype_checks(w, ctx) -> tuple:
     """Pairs of arrays whose dtypes the function compares (``a.dtype() != x.dtype()``)."""
-    found = ctx.scans.get("dtype_checks")
-    if found is None:
-        found = ctx.scans["dtype_checks"] = _dtype_checks(w, ctx)
-    return found
+    return ctx.scan("dtype_checks", lambda: _dtype_checks(w, ctx))
 
 
 def _dtype_checks(w, ctx) -> tuple:
@@ -258,10 +255,7 @@ def input_arrays(w, e, ctx):
 def _dtype_const_checks(w, ctx) -> dict:
     """Arrays the function refuses unless they have one constant dtype:
     ``if (a.dtype() != mlx::core::int32) throw ...;`` (alone or among ``||``-joined tests)."""
-    found = ctx.scans.get("dtype_const_checks")
-    if found is None:
-        found = ctx.scans["dtype_const_checks"] = _scan_dtype_const_checks(w, ctx)
-    return found
+    return ctx.scan("dtype_const_checks", lambda: _scan_dtype_const_checks(w, ctx))
 
 
 def _scan_dtype_const_checks(w, ctx) -> dict:

@@ -183,10 +183,12 @@ def _member_writes(w, children, is_field, mctx, depth):
 
 def _passes(w, ctx) -> dict:
     """var usr -> [(call, argument index)]: variables passed to functions (read once per function, on demand)."""
-    if ctx.passed is not None:
-        return ctx.passed
+    return ctx.scan("passed", lambda: _scan_passes(w, ctx))
+
+
+def _scan_passes(w, ctx) -> dict:
     K = w.K
-    ctx.passed = {}
+    passed: dict = {}
     stack = [ctx.cursor]
     while stack:
         c = stack.pop()
@@ -199,8 +201,8 @@ def _passes(w, ctx) -> dict:
                 inner = list(a.get_children())
                 a = w.strip(inner[0]) if inner else a
             if a.kind == K.DECL_REF_EXPR and a.referenced is not None and a.referenced.kind in (K.VAR_DECL, K.PARM_DECL):
-                ctx.passed.setdefault(a.referenced.get_usr(), []).append((c, i))
-    return ctx.passed
+                passed.setdefault(a.referenced.get_usr(), []).append((c, i))
+    return passed
 
 
 def _template_args_init(w, init, ctx, depth):

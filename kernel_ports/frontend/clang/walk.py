@@ -170,7 +170,8 @@ class Walk(UnitContext):
         if tmpl is None or tmpl.kind.is_invalid():
             return False
         a, b = c.location, tmpl.location
-        return a.offset == b.offset and a.file is not None and b.file is not None and a.file.name == b.file.name
+        fa, fb = a.file, b.file
+        return a.offset == b.offset and fa is not None and fb is not None and self.file_name(fa) == self.file_name(fb)
 
     def decl(self, c, record: Optional[str] = None):
         K = self.K
