@@ -266,6 +266,36 @@ def test_a_restarted_server_answers_its_first_check_from_what_the_last_one_read(
         again.close()
 
 
+def test_the_server_imports_what_a_checks_parsers_import_but_never_loads_libclang(server):
+    """A served check's parser processes fork from the check, itself a fork of the server: the modules they import
+    as they start (the parse, the walk, the bindings' module) are the server's to import while idle, as the
+    check's own are; libclang itself is loaded by each parser process, never by the server."""
+    import json
+
+    from kernel_ports.index.pool import WORKER_MODULES
+
+    base, log, proc = server
+    copy = engine_copy(base / "tree")
+    args = ["check", "--registry", str(copy.registry_path), "--root", str(copy.root), "--format", "json"]
+    _command(args, _env(base), base)  # cold: every unit parsed in parser processes
+    (memory,) = (base / "run" / "kernel-ports").glob("*.memory.json")
+    modules = json.loads(memory.read_text())["modules"]
+    assert set(WORKER_MODULES) <= set(modules) and "kernel_ports.index.pool" in modules
+    deadline = time.monotonic() + 60
+    while _kept_entries(base) == 0:  # (its imports come before its decoding)
+        assert time.monotonic() < deadline, log()
+        time.sleep(0.2)
+    assert "libclang" not in Path(f"/proc/{proc.pid}/maps").read_text()
+    # the control: a process that imported the same modules and then asked for the bindings' library maps it
+    probe = subprocess.run([sys.executable, "-c", "import importlib, sys; from kernel_ports.index.pool import "
+                            "WORKER_MODULES; [importlib.import_module(m) for m in WORKER_MODULES]; "
+                            "print('libclang' in open('/proc/self/maps').read()); "
+                            "from kernel_ports.frontend import clang; clang.cindex(); "
+                            "print('libclang' in open('/proc/self/maps').read())"],
+                           capture_output=True, text=True, timeout=60)
+    assert probe.stdout.split() == ["False", "True"], probe.stderr
+
+
 def test_a_memory_file_that_is_not_a_servers_is_ignored(tmp_path):
     folder = tmp_path / "run" / "kernel-ports"
     folder.mkdir(parents=True, mode=0o700)

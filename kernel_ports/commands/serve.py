@@ -360,7 +360,7 @@ def _child(run, caller: resident.Channel, request: dict, report: resident.Channe
         sys.stdout.flush()
         sys.stderr.flush()
         # the server first: once the caller has its code it goes away, which the server would take for an interrupt
-        report.send({"exit": code, "read": entries.read, "hits": entries.hits, "modules": sorted(sys.modules)})
+        report.send({"exit": code, "read": entries.read, "hits": entries.hits, "modules": _imported()})
         caller.send({"exit": code})
     except BaseException as exc:  # the command's own errors are main's; this is the process around it failing
         try:
@@ -371,6 +371,13 @@ def _child(run, caller: resident.Channel, request: dict, report: resident.Channe
             pass
     finally:
         os._exit(code if type(code) is int else EXIT_ERROR)
+
+
+def _imported() -> list:
+    """The modules the command imported, and those its parser workers import (``index.pool.WORKER_MODULES``,
+    when it had any): the server imports them all while idle."""
+    pool = sys.modules.get("kernel_ports.index.pool")
+    return sorted(set(sys.modules) | set(getattr(pool, "WORKER_MODULES", ())))
 
 
 def _take_streams(fds: list, streams: list) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import importlib
 import multiprocessing
 import sys
 import time
@@ -22,11 +23,19 @@ from kernel_ports.frontend import clang
 from kernel_ports.cache.units import store_parse
 
 
+# The modules a worker imports as it starts that its parent does not: the parse and the walk, and the bindings'
+# Python module (none of them loads libclang). A server imports them while idle (commands/serve.py), so that a
+# served check's workers start with them: each import was ~0.04 s of a worker's start, and the two workers of a
+# one-launcher edit started together on two cores, the second parse ~0.05 s after the first.
+WORKER_MODULES = ("kernel_ports.frontend.clang.session", "clang.cindex")
+
+
 def _worker_main(conn, memory_mib=0, log_path=None, cache=None, hashes=None):
     # the parse and the walk are imported here, by each worker as it starts, while the parent goes on (it decodes
     # the cached units meanwhile and never walks a unit itself): imported in the parent before the fork, they were
     # ~0.025 s of a one-file check's critical path
-    clang.parse_translation_unit
+    for name in WORKER_MODULES:
+        importlib.import_module(name)
     try:
         # the bindings' function table is declared on first use, ~0.05 s of the first parse of each worker (a third
         # of a one-launcher edit's parse): it is declared now, while the parent is still planning
