@@ -44,9 +44,10 @@ class FunctionTable:
                 if len(versions) > 1:
                     versions.sort(key=lambda v: v[0])
                 cur = versions[0][1]
-                for _, other in versions[1:]:
-                    if other is not cur:  # units that read one header share its records (cache/units.py): no-op
-                        Joiner._merge_fn(cur, other)
+                # units that read one header share its records (cache/units.py): merging one into itself is a no-op
+                others = [other for _, other in versions[1:] if other is not cur]
+                if others:
+                    Joiner._merge_fns(cur, others)
                 merged.append((versions[0][0], cur))
             merged.sort(key=lambda m: m[0])
             self._functions = {info.usr: info for _, info in merged}
@@ -71,25 +72,37 @@ class Joiner:
         self._reach_cache: dict = {}
 
     @staticmethod
-    def _merge_fn(cur, other):
+    def _merge_fns(cur, others: list):
+        """Merge each of ``others`` into ``cur``, in order: a call or factory call ``cur`` lacks is added (one place,
+        one factory call, its configurations the union), the rest joined. What is looked up is built once for all
+        of them, not once per version (a header's function has a version per unit and configuration)."""
         have = {(e.callee_usr, e.loc) for e in cur.calls}
-        cur.calls.extend(e for e in other.calls if (e.callee_usr, e.loc) not in have)
         have_f = {fc.loc: i for i, (fc, _) in enumerate(cur.factory_calls)}
-        for fc, g in other.factory_calls:
-            if fc.loc in have_f:
-                i = have_f[fc.loc]
-                old, og = cur.factory_calls[i]
-                cur.factory_calls[i] = (dataclasses.replace(old, configurations=old.configurations | fc.configurations), og)
-            else:
-                cur.factory_calls.append((fc, g))
-        cur.returned = cur.returned | other.returned
-        cur.body_walked = cur.body_walked or other.body_walked
-        cur.invokes = cur.invokes or other.invokes
-        cur.selects = cur.selects or other.selects
-        cur.backend_queries = tuple(sorted(set(cur.backend_queries) | set(other.backend_queries)))
-        cur.has_port_args = cur.has_port_args + tuple(a for a in other.has_port_args if a not in cur.has_port_args)
-        if not cur.returned_statics:
-            cur.returned_statics = other.returned_statics
+        queries = set(cur.backend_queries)
+        for other in others:
+            # (a call another version has twice is added twice: each version's own list is kept as it is)
+            added = [e for e in other.calls if (e.callee_usr, e.loc) not in have]
+            cur.calls.extend(added)
+            have.update((e.callee_usr, e.loc) for e in added)
+            appended = []
+            for fc, g in other.factory_calls:
+                if fc.loc in have_f:
+                    i = have_f[fc.loc]
+                    old, og = cur.factory_calls[i]
+                    cur.factory_calls[i] = (dataclasses.replace(old, configurations=old.configurations | fc.configurations), og)
+                else:
+                    cur.factory_calls.append((fc, g))
+                    appended.append((fc.loc, len(cur.factory_calls) - 1))
+            have_f.update(appended)  # (the last of one place's, as a lookup made afresh would say)
+            cur.returned = cur.returned | other.returned
+            cur.body_walked = cur.body_walked or other.body_walked
+            cur.invokes = cur.invokes or other.invokes
+            cur.selects = cur.selects or other.selects
+            queries.update(other.backend_queries)
+            cur.has_port_args = cur.has_port_args + tuple(a for a in other.has_port_args if a not in cur.has_port_args)
+            if not cur.returned_statics:
+                cur.returned_statics = other.returned_statics
+        cur.backend_queries = tuple(sorted(queries))
 
     # ------------------------------------------------------------ reachability
     @staticmethod

@@ -10,6 +10,7 @@ and the witness candidates Clang did not confirm (``Unconfirmed``, KP902).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from typing import Optional
 
@@ -39,16 +40,23 @@ def merge_configs(facts: list) -> list:
     """One fact per distinct content, its configurations the union."""
     out: dict = {}
     for f in facts:
-        k = dataclasses.replace(f, configurations=frozenset())
+        # the fact's class and its fields but the configurations: what the fact with no configurations compares
+        # and hashes by (none of the facts merged here leaves a field out of its hash), without making that fact
+        k = (type(f), *map(f.__getattribute__, _content_fields(type(f))))
         try:
             hash(k)  # frozen facts compare by value; a few hold unhashable parts
         except TypeError:
-            k = (type(f).__name__, repr(to_jsonable(k)))
+            k = (type(f).__name__, repr(to_jsonable(dataclasses.replace(f, configurations=frozenset()))))
         if k in out:
             out[k] = dataclasses.replace(out[k], configurations=out[k].configurations | f.configurations)
         else:
             out[k] = f
     return sorted(out.values(), key=sort_key)
+
+
+@functools.lru_cache(maxsize=None)
+def _content_fields(cls) -> tuple:
+    return tuple(f.name for f in dataclasses.fields(cls) if f.compare and f.name != "configurations")
 
 
 def _forwarded(info) -> Optional[str]:
