@@ -70,6 +70,16 @@ def _served_lines(log: str) -> list:
     return [line for line in log.splitlines() if ": check in " in line or ": facts in " in line]
 
 
+def _served(read_log, count: int) -> list:
+    """The server's lines for the commands it ran, once it has said ``count`` of them: it says each when the
+    command's process has ended, which may be after the command has its answer (its parser processes end after)."""
+    deadline = time.monotonic() + 60
+    while len(lines := _served_lines(read_log())) < count:
+        assert time.monotonic() < deadline, read_log()
+        time.sleep(0.05)
+    return lines
+
+
 def test_a_served_check_prints_what_its_own_process_prints_after_each_edit(server):
     base, log, _ = server
     copy = engine_copy(base / "tree")
@@ -78,7 +88,7 @@ def test_a_served_check_prints_what_its_own_process_prints_after_each_edit(serve
         if edit is not None:
             copy.apply(edit)
         served = _command(args, _env(base), base)
-        assert len(_served_lines(log())) == step + 1, log()  # it ran in the server
+        assert len(_served(log, step + 1)) == step + 1, log()  # it ran in the server
         own = _command(args, _env(base, **{resident.NO_SERVER_ENV: "1"}), base)
         assert len(_served_lines(log())) == step + 1  # the control: this one did not
         assert (served.returncode, served.stdout, served.stderr) == (own.returncode, own.stdout, own.stderr)
@@ -105,7 +115,7 @@ def test_the_check_after_a_cold_one_takes_what_the_cold_one_stored_from_memory(s
     time.sleep(1.0)  # (the rest decoded while nothing waits)
     copy.apply(DTYPE_KEY)  # one launcher edited: every other unit's parse is read from the cache
     served = _command(args, _env(base), base)
-    hits, read = _hits(_served_lines(log())[-1])
+    hits, read = _hits(_served(log, 2)[-1])
     # the unchanged units' parses and their function groups, stored by the cold check's parser processes
     assert hits >= read // 2 and read - hits < 20, (hits, read)
     own = _command(args, _env(base, **{resident.NO_SERVER_ENV: "1"}), base)
@@ -118,7 +128,7 @@ def test_a_served_check_fails_as_its_own_process_does(server):
     own = _command(["check", "--registry", str(base / "missing.yaml")], _env(base, **{resident.NO_SERVER_ENV: "1"}), base)
     assert served.returncode == own.returncode == 2
     assert served.stderr == own.stderr and "missing.yaml" in served.stderr
-    assert len(_served_lines(log())) == 1
+    assert len(_served(log, 1)) == 1
 
 
 def test_without_a_server_or_with_an_open_folder_the_command_runs_in_its_own_process(tmp_path):
@@ -243,7 +253,7 @@ def test_a_restarted_server_answers_its_first_check_from_what_the_last_one_read(
     copy = engine_copy(base / "tree")
     args = ["check", "--registry", str(copy.registry_path), "--root", str(copy.root), "--format", "json"]
     first = _command(args, _env(base), base)
-    assert " 0 of " in _served_lines(log())[-1]  # a new server with no memory reads every entry from its file
+    assert " 0 of " in _served(log, 1)[-1]  # a new server with no memory reads every entry from its file
     memory = list((base / "run" / "kernel-ports").glob("*.memory.json"))
     assert len(memory) == 1 and memory[0].stat().st_mode & 0o777 == 0o600
     assert "stopped" in _command(["serve", "--stop"], _env(base), base).stdout
@@ -255,7 +265,7 @@ def test_a_restarted_server_answers_its_first_check_from_what_the_last_one_read(
             time.sleep(0.2)
         copy.apply(DTYPE_KEY)
         served = _command(args, _env(base), base)
-        line = _served_lines(read_log())[-1]
+        line = _served(read_log, 1)[-1]
         assert " 0 of " not in line, line  # its first check took entries from memory
         own = _command(args, _env(base, **{resident.NO_SERVER_ENV: "1"}), base)
         assert (served.returncode, served.stdout, served.stderr) == (own.returncode, own.stdout, own.stderr)
@@ -278,6 +288,7 @@ def test_the_server_imports_what_a_checks_parsers_import_but_never_loads_libclan
     copy = engine_copy(base / "tree")
     args = ["check", "--registry", str(copy.registry_path), "--root", str(copy.root), "--format", "json"]
     _command(args, _env(base), base)  # cold: every unit parsed in parser processes
+    _served(log, 1)  # (the server keeps what the command named once its process has ended)
     (memory,) = (base / "run" / "kernel-ports").glob("*.memory.json")
     modules = json.loads(memory.read_text())["modules"]
     assert set(WORKER_MODULES) <= set(modules) and "kernel_ports.index.pool" in modules

@@ -208,6 +208,11 @@ class Server:
             self.listener.close()
             _child(self.run_command, channel, request, resident.Channel(report_there), self.entries)  # never returns
         report_there.close()
+        # the caller's streams are the command's process's now: the server's copies would keep a pipe the caller
+        # reads to its end open for as long as that process lives on after its answer
+        for fd in channel.fds:
+            os.close(fd)
+        channel.fds = []
         with report_here:
             report = _watch(pid, channel.sock, resident.Channel(report_here))
         self.checks += 1
@@ -353,6 +358,9 @@ def _child(run, caller: resident.Channel, request: dict, report: resident.Channe
         sys.argv = [request["prog"], *request["argv"]]
         entries.begin_check()
         cachefmt.RESIDENT = entries
+        from kernel_ports.index import pool as parse_pool
+
+        parse_pool.AFTER_ANSWER = []  # the parser processes end after the caller has its answer (below)
         try:
             code = run(request["argv"])
         except SystemExit as exc:  # (--help, and the argument parser's own exits)
@@ -370,7 +378,29 @@ def _child(run, caller: resident.Channel, request: dict, report: resident.Channe
         except BaseException:
             pass
     finally:
+        _after_answer()
         os._exit(code if type(code) is int else EXIT_ERROR)
+
+
+def _after_answer() -> None:
+    """What the command left for after its answer: its parser processes' ends, each storing the entry of its
+    last parse first (the server waits for this process before it runs the next command). The caller's streams
+    are let go first: a caller reading them to their end (a pipe) is done with the answer."""
+    parse_pool = sys.modules.get("kernel_ports.index.pool")
+    deferred = getattr(parse_pool, "AFTER_ANSWER", None) or ()
+    if deferred:
+        try:
+            devnull = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(devnull, fd)
+            os.close(devnull)
+        except OSError:
+            pass
+    for close in deferred:
+        try:
+            close()
+        except BaseException:
+            pass  # (entries are an optimisation: the next check parses what was not stored)
 
 
 def _imported() -> list:

@@ -95,6 +95,16 @@ class Parsing:
         return out
 
     def close(self) -> None:
+        """End the workers and remove a temporary prelude folder: now, or once a served check has answered
+        (``pool.AFTER_ANSWER``)."""
+        from kernel_ports.index import pool
+
+        if pool.AFTER_ANSWER is not None:
+            pool.AFTER_ANSWER.append(self._close)
+        else:
+            self._close()
+
+    def _close(self) -> None:
         if self.pool is not None:
             self.pool.close()
         if self.tmpdir:

@@ -13,6 +13,7 @@ import functools
 import gc
 import importlib
 import multiprocessing
+import os
 import sys
 import time
 from multiprocessing.connection import wait
@@ -30,7 +31,14 @@ from kernel_ports.cache.units import store_parse
 WORKER_MODULES = ("kernel_ports.frontend.clang.session", "clang.cindex")
 
 
-def _worker_main(conn, memory_mib=0, log_path=None, cache=None, hashes=None):
+# A served check answers its caller before its parser processes end (commands/serve.py sets this to a list): each
+# pool's end is put there instead of done, and each worker keeps its last parse's entry to store until it is told
+# to end, so neither the stores nor the wait for them come between the last reply and the answer. None (a command
+# in its own process, which cannot answer before it exits): a pool ends when asked, a worker stores at once.
+AFTER_ANSWER: "list | None" = None
+
+
+def _worker_main(conn, memory_mib=0, log_path=None, cache=None, hashes=None, defer_stores=False):
     # the parse and the walk are imported here, by each worker as it starts, while the parent goes on (it decodes
     # the cached units meanwhile and never walks a unit itself): imported in the parent before the fork, they were
     # ~0.025 s of a one-file check's critical path
@@ -47,15 +55,26 @@ def _worker_main(conn, memory_mib=0, log_path=None, cache=None, hashes=None):
     # 0.15 s of a cold run's 3 s, 0.06 s frozen)
     gc.freeze()
     gc.enable()  # the parent pauses it while it builds the index; a worker parses unit after unit and must collect
+    # a worker reads and prints nothing: its standard input and output are not the command's (a served check's are
+    # its caller's, whose pipes would stay open while a worker lives on after the answer)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(devnull, 1)
+    os.close(devnull)
+    sys.stdin, sys.stdout = open(os.devnull), open(os.devnull, "w")  # (whatever file objects were there)
     log = limits.StderrLog(log_path) if log_path else None
     if log is not None:
         log.attach()
     limits.apply_memory_limit(memory_mib)
+    kept = None  # (store, result) of the last parse, when its entry waits for the next message (defer_stores)
     while True:
         try:
             job = conn.recv()
         except (EOFError, OSError):
             return
+        if kept is not None:
+            _store(cache, *kept, hashes)
+            kept = None
         if job is None:
             return
         kind, payload, store = job
@@ -72,9 +91,13 @@ def _worker_main(conn, memory_mib=0, log_path=None, cache=None, hashes=None):
         reply = limits.judge_reply(reply, log.since_last() if log is not None else "", memory_mib)
         conn.send(reply)  # first: the parent may be waiting for this unit alone
         if store is not None and cache is not None and reply[0] == "ok" and reply[1].ok:
-            _store(cache, store, reply[1], hashes)
+            if defer_stores:
+                kept = (store, reply[1])
+            else:
+                _store(cache, store, reply[1], hashes)
         job = payload = reply = out = None  # (the result and the unit's memory, freed before it is given back)
-        give_back_free_memory()
+        if kept is None:
+            give_back_free_memory()
 
 
 def give_back_free_memory() -> None:
@@ -131,8 +154,8 @@ class ParsePool:
     def _spawn(self):
         parent, child = self.ctx.Pipe()
         log = limits.StderrLog.create()
-        p = self.ctx.Process(target=_worker_main, args=(child, self.memory_mib, log.path, self.cache, self.hashes),
-                             daemon=True)
+        p = self.ctx.Process(target=_worker_main, args=(child, self.memory_mib, log.path, self.cache, self.hashes,
+                                                        AFTER_ANSWER is not None), daemon=True)
         p.start()
         child.close()
         return [p, parent, None, None, log]  # process, conn, job key, started, its standard error
@@ -237,6 +260,7 @@ class ParsePool:
         self.workers[i] = self._spawn()
 
     def close(self):
+        """End the workers (each stores the entry it keeps first) and wait for them."""
         for w in self.workers:
             try:
                 w[1].send(None)

@@ -1,0 +1,67 @@
+"""A served check answers before its parser processes end (index/pool.py ``AFTER_ANSWER``): each worker keeps its
+last parse's entry until it is told to end, and the pool's end waits for the check's process to have answered; a
+command in its own process ends its pool and stores every entry before the index is returned. A worker's standard
+output is never the command's (a served check's is its caller's pipe)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from kernel_ports.index import build_index, pool as pool_mod
+
+from tests.frontend.test_focus import PADDED_LAUNCHER, _strip
+
+
+@pytest.fixture()
+def tree(tmp_path):
+    from helpers import files_under, make_registry, write_tree
+
+    root = tmp_path / "tree"
+    write_tree(root, {f"src/k{n}.cpp": PADDED_LAUNCHER % {"n": n} for n in range(2)})
+    return make_registry(root), files_under(root), tmp_path / "cache"
+
+
+def _entries(cache) -> int:
+    return sum(1 for p in cache.rglob("*.json") if p.is_file())
+
+
+def test_in_its_own_process_a_build_stores_every_entry_before_it_returns(tree):
+    reg, files, cache = tree
+    assert pool_mod.AFTER_ANSWER is None
+    index = build_index(reg, files, jobs=2, cache_dir=cache)
+    assert len(index.clang_files) == 2
+    stored = _entries(cache)
+    again = build_index(reg, files, jobs=2, cache_dir=cache)  # every parse from its entry: nothing more is stored
+    assert _entries(cache) == stored and _strip(again.to_json()) == _strip(index.to_json())
+
+
+def test_served_the_pool_ends_and_the_last_entries_are_stored_after_the_answer(tree, monkeypatch):
+    reg, files, cache = tree
+    own = build_index(reg, files, jobs=2, cache_dir=cache.parent / "own")
+    in_own_process = _entries(cache.parent / "own")
+    monkeypatch.setattr(pool_mod, "AFTER_ANSWER", [])
+    index = build_index(reg, files, jobs=2, cache_dir=cache)
+    assert _strip(index.to_json()) == _strip(own.to_json())
+    (close,) = pool_mod.AFTER_ANSWER  # the pool's end, waiting for the answer
+    time.sleep(1.5)  # (a store made at once would have been written by now: ~0.01 s each)
+    assert _entries(cache) < in_own_process  # each worker still keeps its last parse's entry
+    close()
+    assert _entries(cache) == in_own_process
+
+
+def test_a_workers_standard_output_is_not_the_commands(tmp_path, monkeypatch, capfd):
+    from kernel_ports.frontend.clang.model import TUResult
+
+    def noisy(job):
+        print("printed by a parser process", flush=True)
+        return TUResult(path=job, configuration="d")
+
+    monkeypatch.setattr(pool_mod.clang, "parse_translation_unit", noisy)  # (set before the worker forks)
+    pool = pool_mod.ParsePool(1)
+    try:
+        assert pool.run([("k", ("parse", "u.cpp", None))], timeout=30)["k"][1].path == "u.cpp"
+    finally:
+        pool.close()
+    assert "printed by a parser process" not in capfd.readouterr().out
