@@ -228,8 +228,12 @@ def definitions(root) -> tuple:
             continue
         span = outer or node
         text = _text(span)
-        mentions = frozenset(_IDENTIFIER.findall(text))
+        words = _IDENTIFIER.findall(text)
+        mentions = frozenset(words)
         first, last = span.start_point.row + 1, span.end_point.row + 1
+        # what every kind of declaration records of how its names are written
+        how = dict(_how_named(text, words), availability="_available" in text and any(
+            m.endswith("_available") for m in mentions))
         if t == "function_definition":
             fdecl, inner = _function_declarator(node.child_by_field_name("declarator"))
             name = _text(inner).split("::")[-1].split("<")[0].strip() if inner is not None else None
@@ -243,13 +247,13 @@ def definitions(root) -> tuple:
                                    result[0] if result else "",
                                    accessed=frozenset(_ACCESSED.findall(text)) if free else frozenset(),
                                    body_span=hideable_body(span, node, body) if free else None,
-                                   functions=(name,) if name else (), parameters=_parameters(fdecl)))
+                                   functions=(name,) if name else (), parameters=_parameters(fdecl), **how))
         elif t in _RECORDS:
             members: list = []
             kinds = Kinds()
             names = _record_names(node, members, kinds)
             defs.append(Definition("record", names[0] if names else "", first, last, mentions, tuple(names),
-                                   members=tuple(members), **kinds.fields()))
+                                   members=tuple(members), **kinds.fields(), **how))
         elif t in ("declaration", "alias_declaration", "type_definition", "field_declaration"):
             kinds = Kinds()
             is_type = t in ("alias_declaration", "type_definition")
@@ -268,11 +272,9 @@ def definitions(root) -> tuple:
             one = _function_declarator(declarators[0])[0] if len(declarators) == 1 and not is_type else None
             defs.append(Definition("declaration", names[0] if names else "", first, last, mentions, tuple(names),
                                    None, result[0] if result else "", members=tuple(members), **kinds.fields(),
-                                   parameters=_parameters(one) if one is not None and not members else None))
+                                   parameters=_parameters(one) if one is not None and not members else None, **how))
         else:
-            defs.append(Definition("other", "", first, last, mentions))
-        defs[-1] = dataclasses.replace(defs[-1], availability="_available" in text and any(
-            m.endswith("_available") for m in mentions), **_how_named(text))
+            defs.append(Definition("other", "", first, last, mentions, **how))
     return defs, macros
 
 
@@ -298,9 +300,9 @@ def _parameters(fdecl) -> tuple | None:
     return tuple(out)
 
 
-def _how_named(text: str) -> dict:
-    """The ``dotted`` and ``qualified`` fields of a declaration of this text."""
-    every = Counter(_IDENTIFIER.findall(text))
+def _how_named(text: str, words: list) -> dict:
+    """The ``dotted`` and ``qualified`` fields of a declaration of this text (``words``: its identifiers)."""
+    every = Counter(words)
     dotted = Counter(_DOTTED.findall(text))
     roots: dict = {}
     for m in _QUALIFIED.finditer(text):

@@ -29,6 +29,10 @@ from kernel_ports.scope.limits import bounded_parser
 _LANGUAGE = Language(tree_sitter_cpp.language())
 
 
+def cpp_language() -> Language:
+    return _LANGUAGE
+
+
 def cpp_parser() -> Parser:
     """A tree-sitter C++ parser within the parse limits (the witness reads files with it, this module bodies)."""
     return bounded_parser(Parser(_LANGUAGE))

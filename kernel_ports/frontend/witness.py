@@ -24,11 +24,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from tree_sitter import Parser
+from tree_sitter import Parser, Query, QueryCursor
 
 from kernel_ports.facts import HipSource, Location
 from kernel_ports.frontend.declarations import Definition, _declarator_name, _text, definitions  # noqa: F401
-from kernel_ports.frontend.hip import cpp_parser, scan_body
+from kernel_ports.frontend.hip import cpp_language, cpp_parser, scan_body
 
 
 @dataclass(frozen=True)
@@ -201,17 +201,26 @@ def _blank_macros(data: bytes, macros: frozenset) -> bytes:
     return pattern.sub(lambda m: b" " * len(m.group(0)), data)
 
 
+# The node types the witness reads, wherever they are: found by a tree-sitter query (in C, a fifth of the time a
+# walk over every node took in Python: ~0.05 s of the real engine's 310k-character bridge), then read in
+# document order, an enclosing node before the nodes it holds, as that walk met them.
+_READ_TYPES = ("call_expression", "preproc_include", "preproc_ifdef", "preproc_if", "preproc_elif", "preproc_elifdef",
+               "declaration", "field_declaration", "function_definition")
+_READ_QUERY = Query(cpp_language(), "[" + " ".join(f"({t})" for t in _READ_TYPES) + "] @node")
+
+
+def _read_nodes(root) -> list:
+    nodes = QueryCursor(_READ_QUERY).captures(root).get("node", [])
+    return sorted(nodes, key=lambda n: (n.start_byte, -n.end_byte))
+
+
 def witness(path: str, data: bytes, names: WitnessNames, parser: Parser | None = None) -> WitnessResult:
     parser = parser or cpp_parser()
     tree = parser.parse(_blank_macros(data, names.empty_macros))
     res = WitnessResult(path=path, has_errors=tree.root_node.has_error)
     cands = res.candidates
-    stack = [tree.root_node]
-    while stack:
-        node = stack.pop()
+    for node in _read_nodes(tree.root_node):
         t = node.type
-        if t == "comment":
-            continue
         if t == "call_expression":
             fn = node.child_by_field_name("function")
             args = node.child_by_field_name("arguments")
@@ -255,7 +264,6 @@ def witness(path: str, data: bytes, names: WitnessNames, parser: Parser | None =
                     cands.append(Candidate("predicate_def", fname, node.start_point.row + 1, node.start_point.column + 1))
                 if fname in names.seams:
                     cands.append(Candidate("seam", fname, node.start_point.row + 1, node.start_point.column + 1))
-        stack.extend(reversed(node.children))
     cands.sort(key=lambda c: (c.line, c.column, c.kind))
     res.definitions, res.macros = definitions(tree.root_node)
     res.error_lines = error_lines(tree.root_node)
