@@ -176,8 +176,22 @@ class TreeFocus:
         self.recorded = focus_entry.files_of(self.kept, list(self.tree_hashes))
         self.changed = {f.path: self._full(f) for f in cpp_files
                         if self.recorded.get(f.path, (None,))[0] != hashes[f.path]}
-        self.fresh = focus_entry.digests(self.changed) if self.recorded else {}
-        self.settled = focus_entry.reusable(self.recorded, self.tree_hashes, self.fresh)
+        if self.recorded and self._bodies_differ():
+            # a body appeared, went or moved: the witness results differ from those the entry digested, so the
+            # focus is decided again; their digests, for the next entry, are taken beside the parses (result())
+            self.fresh, self.settled = {}, False
+        else:
+            self.fresh = focus_entry.digests(self.changed) if self.recorded else {}
+            self.settled = focus_entry.reusable(self.recorded, self.tree_hashes, self.fresh)
+
+    def _bodies_differ(self) -> bool:
+        """Whether an edited file's function bodies stand elsewhere than those the entry recorded for it."""
+        before = self.kept.get("bodies") if type(self.kept) is dict else None
+        if type(before) is not dict:
+            return False
+        return any(sorted(d.body for d in w.definitions if d.body is not None)
+                   != [tuple(b) for b in before.get(path, ()) if type(b) in (list, tuple)]
+                   for path, w in self.changed.items())
 
     def _full(self, f):
         """``f``'s witness result with its definitions (decoded from the cache, or read again)."""
