@@ -1,5 +1,6 @@
 """A served check answers before its parser processes end (index/pool.py ``AFTER_ANSWER``): each worker keeps its
-last parse's entry until it is told to end, and the pool's end waits for the check's process to have answered; a
+parses' entries until it is told to end (``KEPT_ENTRIES`` at most), and the pool's end waits for the check's process
+to have answered; a
 command in its own process ends its pool and stores every entry before the index is returned. A worker's standard
 output is never the command's (a served check's is its caller's pipe)."""
 
@@ -46,7 +47,7 @@ def test_served_the_pool_ends_and_the_last_entries_are_stored_after_the_answer(t
     assert _strip(index.to_json()) == _strip(own.to_json())
     (close,) = pool_mod.AFTER_ANSWER  # the pool's end, waiting for the answer
     time.sleep(1.5)  # (a store made at once would have been written by now: ~0.01 s each)
-    assert _entries(cache) < in_own_process  # each worker still keeps its last parse's entry
+    assert _entries(cache) < in_own_process  # each worker still keeps its parses' entries
     close()
     assert _entries(cache) == in_own_process
 
@@ -65,3 +66,25 @@ def test_a_workers_standard_output_is_not_the_commands(tmp_path, monkeypatch, ca
     finally:
         pool.close()
     assert "printed by a parser process" not in capfd.readouterr().out
+
+
+def test_a_worker_stores_what_it_keeps_once_it_keeps_the_most_it_may(tmp_path, monkeypatch):
+    from helpers import files_under, make_registry, write_tree
+
+    root = tmp_path / "tree"
+    write_tree(root, {f"src/k{n}.cpp": PADDED_LAUNCHER % {"n": n} for n in range(3)})
+    reg, files = make_registry(root), files_under(root)
+    build_index(reg, files, jobs=1, cache_dir=tmp_path / "own")
+    stored, default = {}, pool_mod.KEPT_ENTRIES
+    for most in (default, 1):
+        monkeypatch.setattr(pool_mod, "KEPT_ENTRIES", most)  # (read by the worker, forked after this)
+        monkeypatch.setattr(pool_mod, "AFTER_ANSWER", [])
+        cache = tmp_path / f"most{most}"
+        build_index(reg, files, jobs=1, cache_dir=cache)  # one worker, three parses
+        time.sleep(1.5)
+        stored[most] = _entries(cache)
+        for close in pool_mod.AFTER_ANSWER:
+            close()
+        assert _entries(cache) == _entries(tmp_path / "own")
+    # keeping one at most, the worker stored the first two parses' entries as the next jobs came
+    assert stored[default] < stored[1] < _entries(tmp_path / "own")
