@@ -161,7 +161,11 @@ class ParsePool:
 
     def _spawn(self):
         parent, child = self.ctx.Pipe()
-        log = limits.StderrLog.create()
+        # in the cache's folder when there is one: a served check's pool ends after its whole-check entry is kept,
+        # and a log removed from the temporary folder then changed that folder, which the entry may stand on
+        # (the tree's own folder's parent, where the headers of a build tree are looked for)
+        root = getattr(self.cache, "root", None)
+        log = limits.StderrLog.create(os.path.join(str(root), "logs") if root is not None else None)
         p = self.ctx.Process(target=_worker_main, args=(child, self.memory_mib, log.path, self.cache, self.hashes,
                                                         AFTER_ANSWER is not None), daemon=True)
         p.start()

@@ -128,10 +128,16 @@ class StderrLog:
         self.offset = 0
 
     @classmethod
-    def create(cls) -> "StderrLog":
+    def create(cls, folder=None) -> "StderrLog":
+        """A new log in ``folder`` (made if need be; None or one that cannot be made: the temporary folder)."""
         import tempfile
 
-        fd, path = tempfile.mkstemp(prefix="kernel-ports-parser-", suffix=".log")
+        if folder is not None:
+            try:
+                os.makedirs(folder, exist_ok=True)
+            except OSError:
+                folder = None
+        fd, path = tempfile.mkstemp(prefix="kernel-ports-parser-", suffix=".log", dir=folder)
         os.close(fd)
         return cls(path)
 

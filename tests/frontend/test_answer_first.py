@@ -88,3 +88,24 @@ def test_a_worker_stores_what_it_keeps_once_it_keeps_the_most_it_may(tmp_path, m
         assert _entries(cache) == _entries(tmp_path / "own")
     # keeping one at most, the worker stored the first two parses' entries as the next jobs came
     assert stored[default] < stored[1] < _entries(tmp_path / "own")
+
+
+def test_a_pool_with_a_cache_keeps_its_logs_in_the_cache_folder(tmp_path):
+    """A served check's pool ends after the check's whole-check entry is kept; a log removed from the temporary
+    folder then changed that folder, which the entry may stand on (a command run from it has it on sys.path), and
+    every later check missed its entry. With a cache, a pool's logs come and go in the cache's folder."""
+    import tempfile
+
+    from kernel_ports.cache.units import FileCache
+
+    cache = FileCache(tmp_path / "cache")
+    pools = {"cache": pool_mod.ParsePool(2, cache=cache, hashes={}), "none": pool_mod.ParsePool(1)}
+    try:
+        for pool in pools.values():
+            pool.spawn(2)
+        logs = {name: [w[4].path for w in pool.workers] for name, pool in pools.items()}
+    finally:
+        for pool in pools.values():
+            pool.close()
+    assert len(logs["cache"]) == 2 and all(p.startswith(str(cache.root) + "/") for p in logs["cache"])
+    assert all(p.startswith(tempfile.gettempdir() + "/") for p in logs["none"])
