@@ -226,56 +226,60 @@ def definitions(root) -> tuple:
             continue
         if t in ("comment", "preproc_include", "template_parameter_list", "namespace_identifier") or not node.is_named:
             continue
-        span = outer or node
-        text = _text(span)
-        words = _IDENTIFIER.findall(text)
-        mentions = frozenset(words)
-        first, last = span.start_point.row + 1, span.end_point.row + 1
-        # what every kind of declaration records of how its names are written
-        how = dict(_how_named(text, words), availability="_available" in text and any(
-            m.endswith("_available") for m in mentions))
-        if t == "function_definition":
-            fdecl, inner = _function_declarator(node.child_by_field_name("declarator"))
-            name = _text(inner).split("::")[-1].split("<")[0].strip() if inner is not None else None
-            body = node.child_by_field_name("body")
-            free = (inner is not None and inner.type == "identifier" and fdecl is not None
-                    and body is not None and body.type == "compound_statement")
-            ty = node.child_by_field_name("type")
-            result = _IDENTIFIER.findall(_text(ty))[-1:] if ty is not None else []
-            defs.append(Definition("function", name or "", first, last, mentions, (name,) if name else (),
-                                   (body.start_point.row + 1, body.start_point.column + 1) if free else None,
-                                   result[0] if result else "",
-                                   accessed=frozenset(_ACCESSED.findall(text)) if free else frozenset(),
-                                   body_span=hideable_body(span, node, body) if free else None,
-                                   functions=(name,) if name else (), parameters=_parameters(fdecl), **how))
-        elif t in _RECORDS:
-            members: list = []
-            kinds = Kinds()
-            names = _record_names(node, members, kinds)
-            defs.append(Definition("record", names[0] if names else "", first, last, mentions, tuple(names),
-                                   members=tuple(members), **kinds.fields(), **how))
-        elif t in ("declaration", "alias_declaration", "type_definition", "field_declaration"):
-            kinds = Kinds()
-            is_type = t in ("alias_declaration", "type_definition")
-            names = _declared_names(node, None if is_type else kinds)
-            if t == "alias_declaration" and node.child_by_field_name("name") is not None:
-                names.append(_text(node.child_by_field_name("name")))
-            if is_type:
-                kinds.types.extend(names)
-            ty = node.child_by_field_name("type")
-            result = _IDENTIFIER.findall(_text(ty))[-1:] if ty is not None else []
-            members = []
-            for c in node.named_children:
-                if c.type in _RECORDS:  # `struct S {...} s;` `typedef enum {...} E;`
-                    names.extend(_record_names(c, members, kinds))
-            declarators = node.children_by_field_name("declarator")
-            one = _function_declarator(declarators[0])[0] if len(declarators) == 1 and not is_type else None
-            defs.append(Definition("declaration", names[0] if names else "", first, last, mentions, tuple(names),
-                                   None, result[0] if result else "", members=tuple(members), **kinds.fields(),
-                                   parameters=_parameters(one) if one is not None and not members else None, **how))
-        else:
-            defs.append(Definition("other", "", first, last, mentions, **how))
+        defs.append(_definition(node, t, outer or node))
     return defs, macros
+
+
+def _definition(node, t: str, span) -> Definition:
+    """The Definition of the namespace-level declaration ``node`` (of type ``t``) whose text is ``span``'s (the
+    template declaration around it, else itself)."""
+    text = _text(span)
+    words = _IDENTIFIER.findall(text)
+    mentions = frozenset(words)
+    first, last = span.start_point.row + 1, span.end_point.row + 1
+    # what every kind of declaration records of how its names are written
+    how = dict(_how_named(text, words), availability="_available" in text and any(
+        m.endswith("_available") for m in mentions))
+    if t == "function_definition":
+        fdecl, inner = _function_declarator(node.child_by_field_name("declarator"))
+        name = _text(inner).split("::")[-1].split("<")[0].strip() if inner is not None else None
+        body = node.child_by_field_name("body")
+        free = (inner is not None and inner.type == "identifier" and fdecl is not None
+                and body is not None and body.type == "compound_statement")
+        ty = node.child_by_field_name("type")
+        result = _IDENTIFIER.findall(_text(ty))[-1:] if ty is not None else []
+        return Definition("function", name or "", first, last, mentions, (name,) if name else (),
+                          (body.start_point.row + 1, body.start_point.column + 1) if free else None,
+                          result[0] if result else "",
+                          accessed=frozenset(_ACCESSED.findall(text)) if free else frozenset(),
+                          body_span=hideable_body(span, node, body) if free else None,
+                          functions=(name,) if name else (), parameters=_parameters(fdecl), **how)
+    if t in _RECORDS:
+        members: list = []
+        kinds = Kinds()
+        names = _record_names(node, members, kinds)
+        return Definition("record", names[0] if names else "", first, last, mentions, tuple(names),
+                          members=tuple(members), **kinds.fields(), **how)
+    if t in ("declaration", "alias_declaration", "type_definition", "field_declaration"):
+        kinds = Kinds()
+        is_type = t in ("alias_declaration", "type_definition")
+        names = _declared_names(node, None if is_type else kinds)
+        if t == "alias_declaration" and node.child_by_field_name("name") is not None:
+            names.append(_text(node.child_by_field_name("name")))
+        if is_type:
+            kinds.types.extend(names)
+        ty = node.child_by_field_name("type")
+        result = _IDENTIFIER.findall(_text(ty))[-1:] if ty is not None else []
+        members = []
+        for c in node.named_children:
+            if c.type in _RECORDS:  # `struct S {...} s;` `typedef enum {...} E;`
+                names.extend(_record_names(c, members, kinds))
+        declarators = node.children_by_field_name("declarator")
+        one = _function_declarator(declarators[0])[0] if len(declarators) == 1 and not is_type else None
+        return Definition("declaration", names[0] if names else "", first, last, mentions, tuple(names),
+                          None, result[0] if result else "", members=tuple(members), **kinds.fields(),
+                          parameters=_parameters(one) if one is not None and not members else None, **how)
+    return Definition("other", "", first, last, mentions, **how)
 
 
 def _parameters(fdecl) -> tuple | None:
