@@ -383,9 +383,9 @@ def _child(run, caller: resident.Channel, request: dict, report: resident.Channe
 
 
 def _after_answer() -> None:
-    """What the command left for after its answer: its parser processes' ends, each storing the entry of its
-    last parse first (the server waits for this process before it runs the next command). The caller's streams
-    are let go first: a caller reading them to their end (a pipe) is done with the answer."""
+    """What the command left for after its answer: its parser processes' ends, each storing the entries it kept
+    first (the server waits for this process before it runs the next command). The caller's streams are let go
+    first: a caller reading them to their end (a pipe) is done with the answer."""
     parse_pool = sys.modules.get("kernel_ports.index.pool")
     deferred = getattr(parse_pool, "AFTER_ANSWER", None) or ()
     if deferred:

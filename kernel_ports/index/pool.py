@@ -162,8 +162,8 @@ class ParsePool:
     def _spawn(self):
         parent, child = self.ctx.Pipe()
         # in the cache's folder when there is one: a served check's pool ends after its whole-check entry is kept,
-        # and a log removed from the temporary folder then changed that folder, which the entry may stand on
-        # (the tree's own folder's parent, where the headers of a build tree are looked for)
+        # and a log removed from the temporary folder then changed that folder, which the entry stands on when
+        # the command is run from it (a command's folder is on its sys.path, whose folders the entry watches)
         root = getattr(self.cache, "root", None)
         log = limits.StderrLog.create(os.path.join(str(root), "logs") if root is not None else None)
         p = self.ctx.Process(target=_worker_main, args=(child, self.memory_mib, log.path, self.cache, self.hashes,
@@ -272,7 +272,7 @@ class ParsePool:
         self.workers[i] = self._spawn()
 
     def close(self):
-        """End the workers (each stores the entry it keeps first) and wait for them."""
+        """End the workers (each stores the entries it keeps first) and wait for them."""
         for w in self.workers:
             try:
                 w[1].send(None)
