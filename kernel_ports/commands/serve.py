@@ -44,6 +44,7 @@ from kernel_ports.cache.resident import ResidentEntries
 from kernel_ports.cache.units import named_entries
 from kernel_ports.commands import resident
 from kernel_ports.commands.common import EXIT_ERROR, UsageError
+from kernel_ports.index import pool as parse_pool
 
 REQUEST_SECONDS = 10.0  # how long a caller has to send its request
 MEMORY_BYTES = 4 * 1024 * 1024  # the most of a memory file the server reads (a real engine's is ~40 KB)
@@ -358,8 +359,6 @@ def _child(run, caller: resident.Channel, request: dict, report: resident.Channe
         sys.argv = [request["prog"], *request["argv"]]
         entries.begin_check()
         cachefmt.RESIDENT = entries
-        from kernel_ports.index import pool as parse_pool
-
         parse_pool.AFTER_ANSWER = []  # the parser processes end after the caller has its answer (below)
         try:
             code = run(request["argv"])
@@ -386,8 +385,7 @@ def _after_answer() -> None:
     """What the command left for after its answer: its parser processes' ends, each storing the entries it kept
     first (the server waits for this process before it runs the next command). The caller's streams are let go
     first: a caller reading them to their end (a pipe) is done with the answer."""
-    parse_pool = sys.modules.get("kernel_ports.index.pool")
-    deferred = getattr(parse_pool, "AFTER_ANSWER", None) or ()
+    deferred = parse_pool.AFTER_ANSWER or ()
     if deferred:
         try:
             devnull = os.open(os.devnull, os.O_RDWR)
@@ -404,10 +402,9 @@ def _after_answer() -> None:
 
 
 def _imported() -> list:
-    """The modules the command imported, and those its parser workers import (``index.pool.WORKER_MODULES``,
-    when it had any): the server imports them all while idle."""
-    pool = sys.modules.get("kernel_ports.index.pool")
-    return sorted(set(sys.modules) | set(getattr(pool, "WORKER_MODULES", ())))
+    """The modules the command imported, and those its parser processes import (``index.pool.WORKER_MODULES``):
+    the server imports them all while idle."""
+    return sorted(set(sys.modules) | set(parse_pool.WORKER_MODULES))
 
 
 def _take_streams(fds: list, streams: list) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Optional
 
 from kernel_ports.frontend import clang
-from kernel_ports.index import prelude
+from kernel_ports.index import pool as parse_pool, prelude
 from kernel_ports.index.pool import ParsePool
 
 
@@ -97,10 +97,8 @@ class Parsing:
     def close(self) -> None:
         """End the workers and remove a temporary prelude folder: now, or once a served check has answered
         (``pool.AFTER_ANSWER``)."""
-        from kernel_ports.index import pool
-
-        if pool.AFTER_ANSWER is not None:
-            pool.AFTER_ANSWER.append(self._close)
+        if parse_pool.AFTER_ANSWER is not None:
+            parse_pool.AFTER_ANSWER.append(self._close)
         else:
             self._close()
 

@@ -189,9 +189,7 @@ class TreeFocus:
         before = self.kept.get("bodies") if type(self.kept) is dict else None
         if type(before) is not dict:
             return False
-        return any(sorted(d.body for d in w.definitions if d.body is not None)
-                   != [tuple(b) for b in before.get(path, ()) if type(b) in (list, tuple)]
-                   for path, w in self.changed.items())
+        return any(_body_places(w) != _recorded_places(before, path) for path, w in self.changed.items())
 
     def _full(self, f):
         """``f``'s witness result with its definitions (decoded from the cache, or read again)."""
@@ -215,8 +213,8 @@ class TreeFocus:
             return None
         edited: dict = {}  # edited path -> the bodies guessed unread
         for path, w in self.changed.items():
-            here = {d.body for d in w.definitions if d.body is not None}
-            was = {tuple(b) for b in before.get(path, ()) if type(b) in (list, tuple)}
+            here = set(_body_places(w))
+            was = set(_recorded_places(before, path))
             # a body where one was keeps what the focus said of it; of one where none was (a new helper, or one
             # moved by lines added above it), what the focus of this file alone says
             bodies = {tuple(b) for b in unread.get(path, ())} & here
@@ -239,9 +237,20 @@ class TreeFocus:
         unread = _unread_bodies(self.registry, every)
         got = unread, focus.hidden_spans(every, unread)
         fresh = {**focus_entry.digests({p: w for p, w in self.changed.items() if p not in self.fresh}), **self.fresh}
-        bodies = {p: sorted(d.body for d in w.definitions if d.body is not None) for p, w in every.items()}
+        bodies = {p: _body_places(w) for p, w in every.items()}
         self.cache.put(self.fkey, focus_entry.entry(self.recorded, self.tree_hashes, fresh, got, bodies))
         return got
+
+
+def _body_places(w) -> list:
+    """The sorted (line, column) of the function bodies in a witness result with its definitions, as the focus's
+    entry records them."""
+    return sorted(d.body for d in w.definitions if d.body is not None)
+
+
+def _recorded_places(bodies: dict, path: str) -> list:
+    """The body places the focus's entry recorded for ``path`` (read as data: anything else is left out)."""
+    return [tuple(b) for b in bodies.get(path, ()) if type(b) in (list, tuple)]
 
 
 def files_seen(tus: set, wgraph: nx.DiGraph) -> dict:
