@@ -109,3 +109,32 @@ def test_a_pool_with_a_cache_keeps_its_logs_in_the_cache_folder(tmp_path):
             pool.close()
     assert len(logs["cache"]) == 2 and all(p.startswith(str(cache.root) + "/") for p in logs["cache"])
     assert all(p.startswith(tempfile.gettempdir() + "/") for p in logs["none"])
+
+
+def test_after_the_answer_the_command_lets_go_of_its_callers_streams():
+    """A caller reading the served command's output to its end (a pipe) is done once the command has answered,
+    while the parser processes still end: the command's process lets go of the streams before it waits for them."""
+    import os
+    import select
+
+    from kernel_ports.commands import serve
+
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the served command's process, its standard output the caller's pipe
+        try:
+            os.dup2(write_end, 1)
+            os.close(read_end)
+            os.close(write_end)
+            pool_mod.AFTER_ANSWER = [lambda: time.sleep(10)]  # a pool that takes long to end
+            serve._after_answer()
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    try:
+        ready, _, _ = select.select([read_end], [], [], 5)
+        assert ready and os.read(read_end, 1) == b""  # the pipe's end, while the process still waits
+    finally:
+        os.close(read_end)
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
