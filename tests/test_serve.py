@@ -327,3 +327,44 @@ def test_a_memory_file_that_is_not_a_servers_is_ignored(tmp_path):
             proc.terminate()
             proc.wait(timeout=20)
             log.close()
+
+
+def test_a_served_check_takes_the_header_digests_the_last_one_took_while_their_files_stand(server):
+    """The content digest of each header folder (it keys every parse's entry) is kept by the server with the
+    folder's listing; the next check's process takes it while no file's size, modification time or inode moved.
+    Seen here through the one edit that keeps all three: a header rewritten in place, its size and time put back,
+    which the command in its own process reads and a served one does not."""
+    import json
+
+    from kernel_ports.frontend import headers
+
+    base, log, _ = server
+    copy = engine_copy(base / "tree")
+    include = base / "mlx-include"
+    shutil.copytree(headers.STUBS_DIR, include)
+    env = _env(base, MLX_INCLUDE_DIR=str(include))
+    args = ["check", "--registry", str(copy.registry_path), "--root", str(copy.root), "--format", "json"]
+
+    def digest(env, served: int = 0) -> str:
+        out = _command(args, env, base)
+        if served:
+            _served(log, served)  # it ran in the server, whose process has ended (the server has its report)
+        return json.loads(out.stdout)["summary"]["headers"]["digest"]
+
+    first = digest(env, served=1)
+    header = include / "mlx" / "array.h"
+    st = header.stat()
+    text = header.read_bytes()
+    header.write_bytes(text.replace(b"#pragma once", b"#pragma ONCE", 1))  # (same size, same inode)
+    assert header.read_bytes() != text and header.stat().st_ino == st.st_ino
+    os.utime(header, ns=(st.st_atime_ns, st.st_mtime_ns))
+    copy.apply(DTYPE_KEY)  # (a changed tree: the check does not answer from its whole-check entry)
+    assert digest(env, served=2) == first
+    # (its own cache: the served check's whole-check entry would answer it, its inputs being the same)
+    own = digest(_env(base, MLX_INCLUDE_DIR=str(include), XDG_CACHE_HOME=str(base / "own-cache"),
+                      **{resident.NO_SERVER_ENV: "1"}))
+    assert own != first
+    # the control: the same file with another modification time is read again by a served check
+    os.utime(header, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    copy.apply(Mutation(DTYPE_KEY.path, DTYPE_KEY.new, DTYPE_KEY.old))
+    assert digest(env, served=3) == own

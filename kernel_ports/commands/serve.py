@@ -10,9 +10,11 @@ the one the command would print by itself. What the server keeps:
 - the modules a check imported (the first check imports them; the server then does, so every later check
   finds them imported);
 - the cache entries the last check read or stored, decoded (:class:`kernel_ports.cache.resident.ResidentEntries`), which
-  the next check takes instead of reading their files while the files are unchanged.
+  the next check takes instead of reading their files while the files are unchanged;
+- the content digests of the header folders the checks resolved (``frontend.headers.KEPT_DIGESTS``), which the next
+  check takes while each folder's listing (paths, sizes, modification times, inodes) is unchanged.
 
-Both lists are also written, as data, beside the socket (``<stamp>.memory.json``, in the same private folder), so a
+The first two lists are also written, as data, beside the socket (``<stamp>.memory.json``, in the same private folder), so a
 server started again imports and decodes them before its first command: a restarted server's first check is as
 quick as its later ones. A list naming an entry since rewritten or removed costs nothing: an entry stands for its
 file only while the file is unchanged.
@@ -44,6 +46,7 @@ from kernel_ports.cache.resident import ResidentEntries
 from kernel_ports.cache.units import named_entries
 from kernel_ports.commands import resident
 from kernel_ports.commands.common import EXIT_ERROR, UsageError
+from kernel_ports.frontend import headers
 from kernel_ports.index import pool as parse_pool
 
 REQUEST_SECONDS = 10.0  # how long a caller has to send its request
@@ -219,6 +222,7 @@ class Server:
         self.checks += 1
         read = report.get("read")
         self._learn(read, report.get("modules"))
+        headers.keep_digests(report.get("digests"))  # the next command's process takes them while the files stand
         if self.memory is not None and type(read) is dict and read:
             write_memory(self.memory, {"read": read, "modules": report.get("modules")})
         print(f"kernel-ports serve: {request['argv'][0]} in {request['cwd']}: exit {report.get('exit', '?')} in "
@@ -367,7 +371,8 @@ def _child(run, caller: resident.Channel, request: dict, report: resident.Channe
         sys.stdout.flush()
         sys.stderr.flush()
         # the server first: once the caller has its code it goes away, which the server would take for an interrupt
-        report.send({"exit": code, "read": entries.read, "hits": entries.hits, "modules": _imported()})
+        report.send({"exit": code, "read": entries.read, "hits": entries.hits, "modules": _imported(),
+                     "digests": headers.kept_digests()})
         caller.send({"exit": code})
     except BaseException as exc:  # the command's own errors are main's; this is the process around it failing
         try:

@@ -297,6 +297,16 @@ def _pinned_cxx_versions(root: Path) -> set:
 # ------------------------------------------------------------------ digests
 
 
+# The content digest of each header folder this process took, with the listing it was taken from (every file's
+# path, size, modification time and inode). A served check's process inherits the server's (commands/serve.py
+# keeps those its checks report) and takes a kept digest while the folder's listing is unchanged, instead of
+# reading every header again: the real MLX headers are ~250 files, ~7 ms of each check that resolves its headers.
+# A header rewritten in place with its size and modification time put back would go unseen, as it would by a
+# kept cache entry (cache/resident.py); a reinstall gives new inodes.
+KEPT_DIGESTS: dict = {}  # (folder, top) -> (listing signature, content digest)
+MAX_KEPT_DIGESTS = 64
+
+
 @lru_cache(maxsize=32)
 def _dir_digest(d: str, top: str) -> str:
     """Content hash of the headers under ``d/top`` (names and bytes): a reinstall with the same files keeps it."""
@@ -310,19 +320,51 @@ def _dir_digest(d: str, top: str) -> str:
         only = os.path.join(d, entries[0]) if len(entries) == 1 else None
         if only is not None and os.path.isdir(only) and not os.path.islink(only):
             return _dir_digest(d, entries[0])
+    files = _listing(os.path.join(d, top) if top else d)
+    signature = hashlib.sha256(repr(files).encode()).hexdigest()
+    kept = KEPT_DIGESTS.get((d, top))
+    if kept is not None and kept[0] == signature:
+        return kept[1]
     h = hashlib.sha256()
-    base = os.path.join(d, top) if top else d
+    for p, _ in files:
+        h.update(os.path.relpath(p, d).encode() + b"\0")
+        try:
+            with open(p, "rb") as fh:
+                h.update(fh.read())
+        except OSError:
+            pass
+    digest = h.hexdigest()
+    if len(KEPT_DIGESTS) < MAX_KEPT_DIGESTS or (d, top) in KEPT_DIGESTS:
+        KEPT_DIGESTS[(d, top)] = (signature, digest)
+    return digest
+
+
+def _listing(base: str) -> list:
+    """[(path, (size, modification time, inode))] of the files under ``base``, in the digest's order."""
+    out = []
     for dirpath, dirnames, filenames in os.walk(base):
         dirnames.sort()
         for name in sorted(filenames):
             p = os.path.join(dirpath, name)
-            h.update(os.path.relpath(p, d).encode() + b"\0")
             try:
-                with open(p, "rb") as fh:
-                    h.update(fh.read())
+                st = os.stat(p)
+                out.append((p, (st.st_size, st.st_mtime_ns, st.st_ino)))
             except OSError:
-                pass
-    return h.hexdigest()
+                out.append((p, None))
+    return out
+
+
+def kept_digests() -> list:
+    """The folder digests this process kept, as data: [[folder, top, listing signature, digest]]."""
+    return [[d, top, sig, digest] for (d, top), (sig, digest) in sorted(KEPT_DIGESTS.items())]
+
+
+def keep_digests(items) -> None:
+    """Keep the folder digests a served check's process reported (:func:`kept_digests`); anything else is left."""
+    for item in items if type(items) is list else ():
+        if type(item) is list and len(item) == 4 and all(type(x) is str for x in item) and \
+                (len(KEPT_DIGESTS) < MAX_KEPT_DIGESTS or (item[0], item[1]) in KEPT_DIGESTS):
+            KEPT_DIGESTS[(item[0], item[1])] = (item[2], item[3])
 
 
 @lru_cache(maxsize=8)

@@ -90,3 +90,20 @@ def index_tree(root: Path, tree: dict, **registry_options):
     write_tree(root, tree)
     reg = make_registry(root, include_dirs=("src",), **registry_options)
     return build_index(reg, files_under(reg.root), jobs=1, use_cache=False)
+
+
+def walked_digest(d: str, top: str = "") -> str:
+    """The digest of the folder ``d/top`` as a plain walk of every file under it makes it (names relative to
+    ``d``, in sorted walk order): what the cache keys take a header folder's content as."""
+    import hashlib
+    import os
+
+    h = hashlib.sha256()
+    for dirpath, dirnames, filenames in os.walk(os.path.join(d, top) if top else d):
+        dirnames.sort()
+        for name in sorted(filenames):
+            p = os.path.join(dirpath, name)
+            h.update(os.path.relpath(p, d).encode() + b"\0")
+            with open(p, "rb") as fh:
+                h.update(fh.read())
+    return h.hexdigest()

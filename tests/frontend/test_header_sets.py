@@ -5,7 +5,7 @@ import dataclasses
 
 import pytest
 
-from helpers import files_under, make_registry, write_tree
+from helpers import files_under, make_registry, walked_digest, write_tree
 from kernel_ports.frontend import headers
 from kernel_ports.index import build_index
 
@@ -168,22 +168,6 @@ def test_the_registry_names_the_line_of_a_header_directory_without_headers(tmp_p
     assert str(info.value).startswith(f"{reg}:6: compile.cxx_headers: ") and "holds no rust/cxx.h" in str(info.value)
 
 
-def _walked_digest(d: str) -> str:
-    """The digest of a folder as a plain walk of every file under it makes it (names relative to it)."""
-    import hashlib
-    import os
-
-    h = hashlib.sha256()
-    for dirpath, dirnames, filenames in os.walk(d):
-        dirnames.sort()
-        for name in sorted(filenames):
-            p = os.path.join(dirpath, name)
-            h.update(os.path.relpath(p, d).encode() + b"\0")
-            with open(p, "rb") as fh:
-                h.update(fh.read())
-    return h.hexdigest()
-
-
 def test_an_include_folder_holding_one_folder_is_read_once_for_both_digests(tmp_path, monkeypatch):
     import builtins
 
@@ -200,9 +184,9 @@ def test_an_include_folder_holding_one_folder_is_read_once_for_both_digests(tmp_
     set_digest = headers_mod._dir_digest(str(inc), "mlx")  # what the header set reads
     whole = headers_mod._dir_digest(str(inc), "")  # what a command line's -isystem folder is keyed by
     monkeypatch.setattr(builtins, "open", real_open)
-    assert whole == set_digest == _walked_digest(str(inc)) and len(opened) == 2  # each header opened once
+    assert whole == set_digest == walked_digest(str(inc)) and len(opened) == 2  # each header opened once
     # negative control: a file beside the folder is hashed too (a plain walk of the whole folder)
     (inc / "extra.h").write_text("int extra();\n")
     headers_mod._dir_digest.cache_clear()
-    assert headers_mod._dir_digest(str(inc), "") == _walked_digest(str(inc)) != set_digest
+    assert headers_mod._dir_digest(str(inc), "") == walked_digest(str(inc)) != set_digest
     headers_mod._dir_digest.cache_clear()
