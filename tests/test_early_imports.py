@@ -71,6 +71,16 @@ def test_the_command_asks_for_a_server_before_it_imports_the_command_line():
     assert "kernel_ports.launch" in mods and "kernel_ports.commands.resident" in mods
     assert not {"kernel_ports.cli", "argparse", "kernel_ports.commands.check", "kernel_ports.commands.common"} & mods
     assert "pathlib" not in mods  # (the client's paths are strings: pathlib's imports were ~3 ms of each command)
+    assert "_hashlib" not in mods  # (the stamp's SHA-256 is the interpreter's own: OpenSSL's load was ~4 ms)
+
+
+def test_the_clients_stamp_digest_is_sha256():
+    import hashlib
+
+    from kernel_ports.commands import resident
+
+    data = b"kernel-ports installation stamp"
+    assert resident.sha256(data).hexdigest() == hashlib.sha256(data).hexdigest()
 
 
 def test_workers_load_the_bindings_before_their_first_job():
