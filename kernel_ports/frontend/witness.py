@@ -331,11 +331,22 @@ def token_lines(scan, pieces) -> tuple:
         at += len(data)
     out = []
     i = 0
+    counted, newlines = 0, 0  # bytes of the current piece counted so far, and the line breaks among them
     for off in scan.token_offsets:
         while i + 1 < len(spans) and off >= spans[i + 1][0]:
             i += 1
+            counted, newlines = 0, 0
         start, data, line, raw = spans[i]
-        out.append(line + data.count(b"\n", 0, max(0, off - start)) if raw else line)
+        if not raw:
+            out.append(line)
+            continue
+        # the offsets ascend: each piece's line breaks are counted once, not again from its start for each token
+        upto = max(0, off - start)
+        if upto < counted:
+            counted, newlines = 0, 0
+        newlines += data.count(b"\n", counted, upto)
+        counted = upto
+        out.append(line + newlines)
     return tuple(out)
 
 
