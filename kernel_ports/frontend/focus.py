@@ -151,7 +151,10 @@ def unread_bodies(witnessed: dict, seed_names: frozenset, queries: frozenset = f
     kinds = _channels([d for _, d in defs], declared)
     declared |= macros
     foreign = foreign_roots([d for _, d in defs])
-    mentions = [((d.mentions - (only_members - d.accessed) if d.body is not None else d.mentions) & declared)
+    # (a body's mentions of names only members have count only where written as a member: the same set as
+    # ``d.mentions - (only_members - d.accessed)``, without a copy of ``only_members`` per declaration)
+    mentions = [((((d.mentions & declared) - only_members) | (d.mentions & d.accessed & declared))
+                 if d.body is not None else d.mentions & declared)
                 - {n for n, roots in d.qualified if foreign.issuperset(roots)} for _, d in defs]
     read = _read(defs, mentions, _forced(witnessed, defs, seed_names, macros), seed_names, kinds)
     out: dict = {}
