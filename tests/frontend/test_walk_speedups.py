@@ -33,7 +33,7 @@ def test_children_and_kinds_match_the_bindings(tmp_path):
     tu = ci.Index.create().parse(str(tmp_path / "f.cpp"), args=["-x", "c++", "-std=c++20"])
     top = [c for c in tu.cursor.get_children() if c.location.file is not None and c.location.file.name.endswith("f.cpp")]
     assert top
-    orig_children, orig_kind = ci.Cursor._kp_bindings
+    orig_children, orig_kind, _ = ci.Cursor._kp_bindings
     for c in top:
         fast = _preorder(c, lambda x: x.get_children(), lambda x: x.kind)
         slow = _preorder(c, lambda x: orig_children(x), lambda x: orig_kind.fget(x))
@@ -67,6 +67,35 @@ def test_children_remembered_during_a_walk_are_the_same_and_go_with_it(tmp_path)
     assert again == plain
     assert len(first) > 30 and [id(c) for c in first] == [id(c) for c in second]  # listed once, handed out again
     assert not hasattr(tu, "_kp_children")  # gone with the walk (its cursors would keep the unit alive)
+
+
+def test_usrs_remembered_during_a_walk_are_the_bindings_and_go_with_it(tmp_path):
+    """During a walk each node's USR is asked of libclang once (by the node's bytes, over every cursor object of
+    it: each reference's ``referenced`` is another), and is the bindings' USR; the memory goes with the walk."""
+    write_tree(tmp_path, {"f.cpp": SRC})
+    ci = clang.cindex()
+    tu = ci.Index.create().parse(str(tmp_path / "f.cpp"), args=["-x", "c++", "-std=c++20"])
+    _, _, orig_usr = ci.Cursor._kp_bindings
+    nodes, stack = [], [c for c in tu.cursor.get_children()
+                        if c.location.file is not None and c.location.file.name.endswith("f.cpp")]
+    while stack:
+        c = stack.pop()
+        nodes.append(c)
+        if c.referenced is not None:
+            nodes.append(c.referenced)
+        stack.extend(c.get_children())
+    clang.toolchain.remember_children(tu, True)
+    try:
+        fast = [c.get_usr() for c in nodes]
+        asked = dict(tu._kp_usrs)
+    finally:
+        clang.toolchain.remember_children(tu, False)
+    slow = [orig_usr(c) for c in nodes]
+    assert fast == slow and sum(1 for u in slow if u) > 10
+    assert len(asked) < len(nodes)  # a node met more than once was asked once
+    assert not hasattr(tu, "_kp_usrs")  # gone with the walk
+    # outside a walk nothing is remembered, and the answers are the same
+    assert [c.get_usr() for c in nodes] == slow and not hasattr(tu, "_kp_usrs")
 
 
 def test_children_memory_keeps_only_the_lists_asked_for_lately(tmp_path, monkeypatch):
@@ -130,7 +159,7 @@ def test_the_cursors_answered_as_childless_have_no_children_in_libclang(tmp_path
     write_tree(tmp_path, {"f.cpp": CHILDLESS_SRC})
     ci = clang.cindex()
     tu = ci.Index.create().parse(str(tmp_path / "f.cpp"), args=["-x", "c++", "-std=c++20"])
-    orig_children, orig_kind = ci.Cursor._kp_bindings
+    orig_children, orig_kind, _ = ci.Cursor._kp_bindings
     met, stack = {}, [tu.cursor]
     while stack:
         c = stack.pop()
