@@ -3,7 +3,8 @@
 Each scenario runs the real command line in a fresh process, REPEAT times. A
 repeat is: cold (an empty cache directory), warm (nothing changed) with the
 regex gates (benchmarks/regex_baseline.py over the same root, or the tree's own
-gate scripts: ``--gate``) run right before and after it, then each edit (a new
+gate scripts: ``--gate``) run right before and after it (with ``--server S``,
+each check and each run of the gates follows S seconds of waiting), then each edit (a new
 inline function appended to one launcher, to a header every launcher includes,
 to the bridge unit, or with ``--edit comment`` a comment; taken back after its
 run), then with ``--floor`` `g++
@@ -202,7 +203,7 @@ def run(registry: Path, root: Path, edits: dict, gates: list, repeat: int, jobs:
     """Each scenario ``repeat`` times; ``edits``: {scenario: the file it edits}; ``gates``: the regex gates'
     command lines; ``code``: the folder put first on PYTHONPATH for the checks (None: as is); ``server``: the
     checks are served by a ``kernel-ports serve`` of the same code, given this many seconds before each check
-    (a developer's edit takes longer; the server decodes meanwhile)."""
+    and each run of the gates (a developer's edit takes longer; the server decodes meanwhile)."""
     base = dict(os.environ, PYTHONPATH=str(code)) if code is not None else dict(os.environ)
     base.pop("KERNEL_PORTS_NO_SERVER", None)
     served = None
@@ -227,8 +228,10 @@ def run(registry: Path, root: Path, edits: dict, gates: list, repeat: int, jobs:
             doc = json.loads(out)
             pair = []
             for scenario in ("regex", "warm", "regex", "warm"):
-                if scenario == "warm":
-                    pause()
+                # served, the gates wait as long as a check does: on a machine whose cores idle between commands,
+                # a process started after a pause starts slower (benchmarks/RESULTS.md), and a developer runs
+                # either after an edit; in its own process no command waits
+                pause()
                 t, c = _gates(gates, env) if scenario == "regex" else _timed(check, env)[:2]
                 times[scenario].append(t), cpu[scenario].append(c)
                 pair.append(t)
@@ -293,7 +296,8 @@ def report(res: dict, label: str, gates_label: str = "regex_baseline.py") -> Non
     print(f"peak memory: process tree {res['rss_tree'] / 2**20:.0f} MiB (sampled), "
           f"largest single process {res['rss_max'] / 2**20:.0f} MiB (ru_maxrss)")
     if res["server"] is not None:
-        print(f"served by kernel-ports serve ({res['server']:.1f} s before each check): the server's own resident "
+        print(f"served by kernel-ports serve ({res['server']:.1f} s before each check and each run of the gates): "
+              f"the server's own resident "
               f"set at the end {res['server_rss'] / 2**20:.0f} MiB; a served check's own processes are the "
               f"server's, so the process tree above is the command's alone")
 
@@ -337,7 +341,7 @@ def _parser() -> argparse.ArgumentParser:
                              "or a comment (only its bytes change)")
     parser.add_argument("--server", type=float, default=None, metavar="SECONDS",
                         help="time the checks as served by `kernel-ports serve`, this many seconds after each edit "
-                        "(default: every check in its own process)")
+                        "(and the gates after as long a wait; default: every check in its own process, no waits)")
     parser.add_argument("--floor", action="store_true",
                         help="time `g++ -fsyntax-only` over the units the check parses (--jobs at a time) each repeat")
     parser.add_argument("--headers", choices=("auto", "stubs"), default="auto",
