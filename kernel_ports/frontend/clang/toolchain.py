@@ -258,20 +258,6 @@ def _speed_up_cursors(ci):
             memo.keep(key, out)
         return iter(out)
 
-    usr_of = ci.Cursor.get_usr
-
-    def get_usr(self):
-        # a node's USR, asked once a walk: the walk asks ~5 times per node (the bridge: 15.8k asks of 3.3k nodes),
-        # each a libclang call and a string made from its result
-        usrs = getattr(getattr(self, "_tu", None), "_kp_usrs", None)
-        if usrs is None:
-            return usr_of(self)
-        key = bytes(self)
-        usr = usrs.get(key)
-        if usr is None:
-            usr = usrs[key] = usr_of(self)
-        return usr
-
     kinds = ci.CursorKind._kinds
 
     def kind(self):
@@ -282,9 +268,27 @@ def _speed_up_cursors(ci):
     ci.Cursor._kp_childless = childless  # (for tests)
     ci.Cursor._kp_bindings = (ci.Cursor.get_children, ci.Cursor.kind, ci.Cursor.get_usr)  # the originals, for tests
     ci.Cursor.get_children = get_children
-    ci.Cursor.get_usr = get_usr
+    ci.Cursor.get_usr = _remembered_usr(ci.Cursor.get_usr)
     ci.Cursor.kind = property(kind)
     ci.Cursor._kp_fast = True
+
+
+def _remembered_usr(usr_of):
+    """``Cursor.get_usr`` that, while a unit's walk runs (:func:`remember_children`), asks libclang once per node:
+    the walk asks ~5 times per node (the real engine's bridge: 15.8k asks of 3.3k nodes), each a libclang call and
+    a string made from its result. A node is known by its cursor's bytes, as for its children."""
+
+    def get_usr(self):
+        usrs = getattr(getattr(self, "_tu", None), "_kp_usrs", None)
+        if usrs is None:
+            return usr_of(self)
+        key = bytes(self)
+        usr = usrs.get(key)
+        if usr is None:
+            usr = usrs[key] = usr_of(self)
+        return usr
+
+    return get_usr
 
 
 # children lists a walk's memory holds in each of its two generations: the walk asks again for a node's children
