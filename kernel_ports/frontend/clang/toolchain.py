@@ -260,16 +260,24 @@ def _speed_up_cursors(ci):
 
     kinds = ci.CursorKind._kinds
 
-    def kind(self):
-        k = kinds[self._kind_id] if 0 <= self._kind_id < len(kinds) else None
-        return k if k is not None else ci.CursorKind.from_id(self._kind_id)
+    class Kind:
+        """``Cursor.kind`` from the table, kept on the cursor once read: a descriptor without ``__set__``, so the
+        cursor's own attribute answers the walk's later asks without a call (the bridge: 260k asks)."""
+
+        def __get__(self, cursor, owner=None):
+            if cursor is None:
+                return self
+            k = kinds[cursor._kind_id] if 0 <= cursor._kind_id < len(kinds) else None
+            k = k if k is not None else ci.CursorKind.from_id(cursor._kind_id)
+            cursor.__dict__["kind"] = k
+            return k
 
     ci.Cursor._kp_collect = _collect  # the callback must outlive every call
     ci.Cursor._kp_childless = childless  # (for tests)
     ci.Cursor._kp_bindings = (ci.Cursor.get_children, ci.Cursor.kind, ci.Cursor.get_usr)  # the originals, for tests
     ci.Cursor.get_children = get_children
     ci.Cursor.get_usr = _remembered_usr(ci.Cursor.get_usr)
-    ci.Cursor.kind = property(kind)
+    ci.Cursor.kind = Kind()
     ci.Cursor._kp_fast = True
 
 
