@@ -38,6 +38,8 @@ def test_children_and_kinds_match_the_bindings(tmp_path):
         fast = _preorder(c, lambda x: x.get_children(), lambda x: x.kind)
         slow = _preorder(c, lambda x: orig_children(x), lambda x: orig_kind.fget(x))
         assert len(fast) > 30 and fast == slow
+    read = top[0].kind
+    assert top[0].__dict__.get("kind") is read  # kept on the cursor once read: later asks are an attribute
 
 
 def test_children_remembered_during_a_walk_are_the_same_and_go_with_it(tmp_path):
@@ -92,7 +94,8 @@ def test_usrs_remembered_during_a_walk_are_the_bindings_and_go_with_it(tmp_path)
         clang.toolchain.remember_children(tu, False)
     slow = [orig_usr(c) for c in nodes]
     assert fast == slow and sum(1 for u in slow if u) > 10
-    assert len(asked) < len(nodes)  # a node met more than once was asked once
+    # each node asked once and remembered by its bytes (a node met more than once was asked once)
+    assert set(asked) == {bytes(c) for c in nodes} and len(asked) < len(nodes)
     assert not hasattr(tu, "_kp_usrs")  # gone with the walk
     # outside a walk nothing is remembered, and the answers are the same
     assert [c.get_usr() for c in nodes] == slow and not hasattr(tu, "_kp_usrs")
