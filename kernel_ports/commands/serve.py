@@ -9,15 +9,15 @@ the one the command would print by itself. What the server keeps:
 
 - the modules a check imported (the first check imports them; the server then does, so every later check
   finds them imported);
-- the cache entries the last check read or stored, decoded (:class:`kernel_ports.cache.resident.ResidentEntries`), which
-  the next check takes instead of reading their files while the files are unchanged;
+- the cache entries the last check read or stored, decoded (:class:`kernel_ports.cache.resident.ResidentEntries`),
+  which the next check takes instead of reading their files while the files are unchanged;
 - the content digests of the header folders the checks resolved (``frontend.headers.KEPT_DIGESTS``), which the next
   check takes while each folder's listing (paths, sizes, modification times, inodes) is unchanged.
 
-The first two lists are also written, as data, beside the socket (``<stamp>.memory.json``, in the same private folder), so a
-server started again imports and decodes them before its first command: a restarted server's first check is as
-quick as its later ones. A list naming an entry since rewritten or removed costs nothing: an entry stands for its
-file only while the file is unchanged.
+The first two lists are also written, as data, beside the socket (``<stamp>.memory.json``, in the same private
+folder), so a server started again imports and decodes them before its first command: a restarted server's first
+check is as quick as its later ones. A list naming an entry since rewritten or removed costs nothing: an entry
+stands for its file only while the file is unchanged.
 
 One command runs at a time; others wait. Only the user who started the server can reach it (its folder and
 socket are that user's alone, and each caller's user is checked). It stops after ``--idle-minutes`` without a

@@ -153,9 +153,9 @@ def unread_bodies(witnessed: dict, seed_names: frozenset, queries: frozenset = f
     foreign = foreign_roots([d for _, d in defs])
     # (a body's mentions of names only members have count only where written as a member: the same set as
     # ``d.mentions - (only_members - d.accessed)``, without a copy of ``only_members`` per declaration)
-    mentions = [((((d.mentions & declared) - only_members) | (d.mentions & d.accessed & declared))
-                 if d.body is not None else d.mentions & declared)
-                - {n for n, roots in d.qualified if foreign.issuperset(roots)} for _, d in defs]
+    mentions = [(((m - only_members) | (m & d.accessed)) if d.body is not None else m)
+                - {n for n, roots in d.qualified if foreign.issuperset(roots)}
+                for m, d in ((d.mentions & declared, d) for _, d in defs)]
     read = _read(defs, mentions, _forced(witnessed, defs, seed_names, macros), seed_names, kinds)
     out: dict = {}
     for (path, d), hot in zip(defs, read):

@@ -334,8 +334,7 @@ def _dir_digest(d: str, top: str) -> str:
         except OSError:
             pass
     digest = h.hexdigest()
-    if len(KEPT_DIGESTS) < MAX_KEPT_DIGESTS or (d, top) in KEPT_DIGESTS:
-        KEPT_DIGESTS[(d, top)] = (signature, digest)
+    _keep((d, top), signature, digest)
     return digest
 
 
@@ -362,9 +361,14 @@ def kept_digests() -> list:
 def keep_digests(items) -> None:
     """Keep the folder digests a served check's process reported (:func:`kept_digests`); anything else is left."""
     for item in items if type(items) is list else ():
-        if type(item) is list and len(item) == 4 and all(type(x) is str for x in item) and \
-                (len(KEPT_DIGESTS) < MAX_KEPT_DIGESTS or (item[0], item[1]) in KEPT_DIGESTS):
-            KEPT_DIGESTS[(item[0], item[1])] = (item[2], item[3])
+        if type(item) is list and len(item) == 4 and all(type(x) is str for x in item):
+            _keep((item[0], item[1]), item[2], item[3])
+
+
+def _keep(folder: tuple, signature: str, digest: str) -> None:
+    """Keep a folder's digest with its listing's signature, a folder already kept or up to the bound."""
+    if len(KEPT_DIGESTS) < MAX_KEPT_DIGESTS or folder in KEPT_DIGESTS:
+        KEPT_DIGESTS[folder] = (signature, digest)
 
 
 @lru_cache(maxsize=8)
